@@ -1,0 +1,131 @@
+"""Argument models of the operations. Field descriptions are what a model reads; keep them short and exact.
+
+Every model is flat (no nested models) so LangChain, LlamaIndex and MCP render the same JSON schema. Limits are
+part of the schema (``minimum`` / ``maximum``), so a model sees them before it calls.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic.json_schema import SkipJsonSchema
+
+from ghostmem.records import Platform
+
+MAX_DAYS = 36500  # a hundred years: anything larger is a mistake, not a wish
+MAX_SEARCH_LIMIT = 50
+MAX_LIST_LIMIT = 100
+MAX_PAGE = 500
+MAX_QUERY_CHARS = 2000
+MAX_CONTENT_CHARS = 4000
+
+GhostKind = Literal["rule", "feedback", "preference", "fact", "warning"]
+GhostScope = Literal["global", "project", "shared-restricted"]
+FeedbackSignal = Literal["endorse", "correct", "incident_prevented", "prediction_error"]
+
+
+class OpArgs(BaseModel):
+    """Base of every argument model: unknown arguments are an error, strings are stripped."""
+
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+
+
+def _days(default: int | None, what: str) -> int | None:
+    return Field(default, ge=1, le=MAX_DAYS, description=f"Only {what} active in the last N days.")
+
+
+class SearchPersonalMemoryArgs(OpArgs):
+    query: str = Field(
+        min_length=1,
+        max_length=MAX_QUERY_CHARS,
+        description="What to look for: words, a phrase or a question, in any language.",
+    )
+    days: int | None = _days(None, "conversations")
+    platform: Platform | None = Field(None, description="Only conversations from this platform.")
+    project: str | None = Field(
+        None, max_length=200, description="Only conversations whose project or title contains this text."
+    )
+    limit: int = Field(10, ge=1, le=MAX_SEARCH_LIMIT, description="Maximum number of conversations.")
+    include_library: bool = Field(False, description="Also search the shared library tier.")
+    explain: SkipJsonSchema[bool] = False
+
+    @field_validator("query")
+    @classmethod
+    def _query_has_text(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("query is empty: pass words to look for (to browse by time, list recent ones)")
+        return value
+
+
+class GetConversationArgs(OpArgs):
+    conv_id: str = Field(min_length=1, max_length=300, description="A conv_id from a search or list result.")
+    offset: int = Field(0, ge=0, description="Index of the first message to return (for paging).")
+    limit: int = Field(200, ge=1, le=MAX_PAGE, description="Maximum number of messages to return.")
+
+
+class ListRecentConversationsArgs(OpArgs):
+    days: int = Field(2, ge=1, le=MAX_DAYS, description="Conversations active in the last N days.")
+    limit: int = Field(20, ge=1, le=MAX_LIST_LIMIT, description="Maximum number of conversations.")
+    platform: Platform | None = Field(None, description="Only conversations from this platform.")
+    project: str | None = Field(
+        None, max_length=200, description="Only conversations whose project or title contains this text."
+    )
+
+
+class ListProjectConversationsArgs(OpArgs):
+    project: str = Field(
+        min_length=1,
+        max_length=200,
+        description="Text contained in the project path/name or the title (case-insensitive), e.g. 'my-webapp'.",
+    )
+    days: int = Field(14, ge=1, le=MAX_DAYS, description="Conversations active in the last N days.")
+    limit: int = Field(30, ge=1, le=MAX_LIST_LIMIT, description="Maximum number of conversations.")
+
+
+class GetConversationSummaryArgs(OpArgs):
+    conv_id: str = Field(min_length=1, max_length=300, description="A conv_id from a search or list result.")
+    max_messages: int = Field(
+        12, ge=2, le=50, description="Messages to show: half from the start, half from the end."
+    )
+
+
+class SearchGhostMemoriesArgs(OpArgs):
+    query: str = Field(
+        "",
+        max_length=MAX_QUERY_CHARS,
+        description="What the rules should be about; empty for an overview of the top-ranked rules.",
+    )
+    current_project: str | None = Field(
+        None, max_length=200, description="The project you are working in (unlocks its rules)."
+    )
+    limit: int = Field(10, ge=1, le=MAX_SEARCH_LIMIT, description="Maximum number of memories.")
+
+
+class RememberArgs(OpArgs):
+    content: str = Field(
+        min_length=1, max_length=MAX_CONTENT_CHARS, description="The rule or lesson, as one clear sentence."
+    )
+    kind: GhostKind = Field("rule", description="What sort of memory this is.")
+    scope: GhostScope = Field(
+        "global",
+        description="global: everywhere; project: only in `project`; shared-restricted: only in the "
+        "projects of `allowlist`.",
+    )
+    project: str | None = Field(
+        None, max_length=200, description="The project a project-scoped memory belongs to."
+    )
+    allowlist: list[str] = Field(
+        default_factory=list,
+        max_length=50,
+        description="Projects allowed to see a shared-restricted memory.",
+    )
+
+
+class GiveFeedbackArgs(OpArgs):
+    memory_id: int = Field(ge=1, description="The memory_id of a ghost memory.")
+    signal: FeedbackSignal = Field(
+        description="endorse: it helped; correct: it was wrong; incident_prevented: it stopped a mistake; "
+        "prediction_error: it predicted wrongly."
+    )
+    note: str | None = Field(None, max_length=MAX_CONTENT_CHARS, description="Why, in a sentence.")

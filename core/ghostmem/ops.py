@@ -1,0 +1,233 @@
+"""THE contract: one :class:`OpSpec` per operation. Every surface (Python API, CLI, MCP, LangChain, LlamaIndex)
+reads names, descriptions, argument schemas and renderings from here and restates none of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel, ValidationError, create_model
+
+from ghostmem import ghosts, render, search
+from ghostmem.args import (
+    GetConversationArgs,
+    GetConversationSummaryArgs,
+    GiveFeedbackArgs,
+    ListProjectConversationsArgs,
+    ListRecentConversationsArgs,
+    OpArgs,
+    RememberArgs,
+    SearchGhostMemoriesArgs,
+    SearchPersonalMemoryArgs,
+)
+from ghostmem.context import OpContext
+from ghostmem.errors import InvalidArgument
+from ghostmem.models import (
+    ConversationList,
+    ConversationSummary,
+    FeedbackResult,
+    GhostList,
+    RememberResult,
+    SearchResult,
+    Thread,
+)
+from ghostmem.program import Program
+
+A = TypeVar("A", bound=OpArgs)
+R = TypeVar("R", bound=BaseModel)
+
+
+@dataclass(frozen=True)
+class OpSpec(Generic[A, R]):
+    """One operation: what a model sees (name, description, args schema) and how it runs."""
+
+    name: str
+    description: str
+    args_model: type[A]
+    result_model: type[R]
+    program: Callable[[OpContext, A], Program[R]]
+    render: Callable[[R], str]
+    cli_name: str
+    cli_positional: tuple[str, ...] = ()
+    writes: bool = False
+    bindable: frozenset[str] = field(default_factory=frozenset)
+
+    def parse(self, arguments: Mapping[str, Any] | A | None) -> A:
+        """Validate raw arguments into the args model; a bad argument raises :class:`InvalidArgument`."""
+        if isinstance(arguments, self.args_model):
+            return arguments
+        try:
+            return self.args_model.model_validate(dict(arguments or {}))
+        except ValidationError as exc:
+            raise InvalidArgument(format_validation_error(self.name, exc)) from None
+        except (TypeError, ValueError) as exc:
+            raise InvalidArgument(
+                f"{self.name}: arguments must be an object of named values ({exc})"
+            ) from None
+
+    def public_args_model(self, bound: frozenset[str] | set[str] = frozenset()) -> type[OpArgs]:
+        """The args model a model sees when the application has bound some arguments (they disappear)."""
+        hidden = set(bound) & self.bindable
+        if not hidden:
+            return self.args_model
+        fields: dict[str, Any] = {
+            name: (info.annotation, info)
+            for name, info in self.args_model.model_fields.items()
+            if name not in hidden
+        }
+        model: type[OpArgs] = create_model(
+            self.args_model.__name__, __base__=OpArgs, __doc__=self.args_model.__doc__, **fields
+        )
+        return model
+
+
+def format_validation_error(op_name: str, exc: ValidationError) -> str:
+    """One line a model can act on: which argument, what is wrong, what was given."""
+    parts = []
+    for err in exc.errors(include_url=False):
+        where = ".".join(str(p) for p in err["loc"]) or "arguments"
+        msg = err["msg"]
+        if msg.startswith("Value error, "):
+            msg = msg[len("Value error, ") :]
+        given = err.get("input")
+        shown = "" if err["type"] == "missing" else f" (got {_short(given)})"
+        parts.append(f"{where}: {msg}{shown}")
+    return f"invalid arguments for {op_name}: " + "; ".join(parts)
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+OPS: tuple[OpSpec[Any, Any], ...] = (
+    OpSpec(
+        name="search_personal_memory",
+        description=(
+            "Search the user's past conversations with AI assistants (Claude Code, Codex, Gemini, ChatGPT, "
+            "Claude.ai, LangChain/LlamaIndex apps) by meaning and by words, in any language. Returns the best "
+            "matching conversations, each with a header [conv_id | platform | started→ended | title | topic | "
+            "cluster | msgs | intensity] and the messages that matched. Use it to recall what was discussed, "
+            "decided or tried before. Narrow with days, platform or project. Then read one with "
+            "get_conversation_summary or get_conversation."
+        ),
+        args_model=SearchPersonalMemoryArgs,
+        result_model=SearchResult,
+        program=search.search_personal_memory,
+        render=render.search_result,
+        cli_name="search",
+        cli_positional=("query",),
+    ),
+    OpSpec(
+        name="get_conversation",
+        description=(
+            "Read a whole conversation, message by message in order, by its conv_id. Long threads come in pages: "
+            "pass offset (and limit) to continue where the previous page ended. Looks in personal memory first, "
+            "then in the shared library, and says which one answered."
+        ),
+        args_model=GetConversationArgs,
+        result_model=Thread,
+        program=search.get_conversation,
+        render=render.thread,
+        cli_name="show",
+        cli_positional=("conv_id",),
+    ),
+    OpSpec(
+        name="list_recent_conversations",
+        description=(
+            "List the user's most recent conversations, newest activity first (by time, not by relevance). "
+            "Use it for 'what was I working on yesterday'. Optional platform and project filters."
+        ),
+        args_model=ListRecentConversationsArgs,
+        result_model=ConversationList,
+        program=search.list_recent_conversations,
+        render=render.conversation_list,
+        cli_name="recent",
+    ),
+    OpSpec(
+        name="list_project_conversations",
+        description=(
+            "List conversations about one project: those whose project path/name or title contains the given "
+            "text (case-insensitive), newest first. Use it to catch up on a codebase or a piece of work."
+        ),
+        args_model=ListProjectConversationsArgs,
+        result_model=ConversationList,
+        program=search.list_project_conversations,
+        render=render.conversation_list,
+        cli_name="project",
+        cli_positional=("project",),
+    ),
+    OpSpec(
+        name="get_conversation_summary",
+        description=(
+            "Get a short view of one conversation: title, platform, dates, message count, topic and cluster, "
+            "plus its first and last messages (up to max_messages in all). Cheaper than get_conversation; "
+            "use it to decide whether a conversation is worth reading in full."
+        ),
+        args_model=GetConversationSummaryArgs,
+        result_model=ConversationSummary,
+        program=search.get_conversation_summary,
+        render=render.summary,
+        cli_name="summary",
+        cli_positional=("conv_id",),
+    ),
+    OpSpec(
+        name="search_ghost_memories",
+        description=(
+            "Recall the rules, lessons and feedback this agent has accumulated (ghost memories), ranked by how "
+            "useful they proved, how recently they were used and how well they match the query. Call it before "
+            "acting on a task to follow what was learned; an empty query gives the top rules overall. Each "
+            "result has a memory_id for give_feedback and a score breakdown."
+        ),
+        args_model=SearchGhostMemoriesArgs,
+        result_model=GhostList,
+        program=ghosts.search_ghost_memories,
+        render=render.ghost_list,
+        cli_name="ghosts",
+        cli_positional=("query",),
+        bindable=frozenset({"current_project"}),
+    ),
+    OpSpec(
+        name="remember",
+        description=(
+            "Store a new ghost memory: a rule, lesson, preference or warning worth following next time, as one "
+            "self-contained sentence. A near-duplicate of an existing memory strengthens it instead of adding a "
+            "copy. Scope it to a project, or restrict it to an allowlist of projects, when it must not apply "
+            "everywhere."
+        ),
+        args_model=RememberArgs,
+        result_model=RememberResult,
+        program=ghosts.remember,
+        render=render.remember_result,
+        cli_name="remember",
+        cli_positional=("content",),
+        writes=True,
+        bindable=frozenset({"project"}),
+    ),
+    OpSpec(
+        name="give_feedback",
+        description=(
+            "Tell ghostmem how a ghost memory worked out, so its ranking learns: endorse (it helped), correct "
+            "(it was wrong or misleading), incident_prevented (it stopped a mistake), prediction_error (what it "
+            "predicted did not happen). Returns the memory with its new score breakdown."
+        ),
+        args_model=GiveFeedbackArgs,
+        result_model=FeedbackResult,
+        program=ghosts.give_feedback,
+        render=render.feedback_result,
+        cli_name="feedback",
+        cli_positional=("memory_id", "signal"),
+        writes=True,
+    ),
+)
+
+OPS_BY_NAME: dict[str, OpSpec[Any, Any]] = {op.name: op for op in OPS}
+
+
+def get_op(name: str) -> OpSpec[Any, Any]:
+    try:
+        return OPS_BY_NAME[name]
+    except KeyError:
+        raise InvalidArgument(f"unknown operation {name!r}; known: {', '.join(OPS_BY_NAME)}") from None

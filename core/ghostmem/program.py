@@ -1,0 +1,92 @@
+"""Operations written once, run on a sync or an async connection.
+
+An operation is a generator that *yields* steps — a :class:`Query` to execute or an :class:`Embed` request — and
+receives their results; it *returns* its result model. :func:`run_sync` and :func:`run_async` drive the same
+generator over a psycopg ``Connection`` or ``AsyncConnection``, so no query or rule is written twice.
+
+Example::
+
+    def count_conversations(ctx: OpContext, args: Args) -> Program[int]:
+        rows = yield Query(sql.SQL("SELECT count(*) AS n FROM ghostmem.conversations WHERE owner = %s"),
+                           (ctx.owner,))
+        return int(rows[0]["n"])
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Generator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, TypeAlias, TypeVar
+
+from psycopg import AsyncConnection, Connection, sql
+from psycopg.rows import dict_row
+
+from ghostmem.embed import Embedder
+
+T = TypeVar("T")
+Row: TypeAlias = dict[str, Any]
+Params: TypeAlias = Sequence[Any] | Mapping[str, Any] | None
+
+
+@dataclass(frozen=True, slots=True)
+class Query:
+    """One SQL statement with bound parameters. ``fetch="none"`` for statements that return no rows."""
+
+    text: str | bytes | sql.SQL | sql.Composed
+    params: Params = None
+    fetch: Literal["all", "none"] = "all"
+
+
+@dataclass(frozen=True, slots=True)
+class Embed:
+    """Ask the driver for the embedding of a search query (sent back as ``list[float]``)."""
+
+    text: str
+
+
+Step: TypeAlias = Query | Embed
+Program: TypeAlias = Generator[Step, Any, T]
+
+
+def run_sync(program: Program[T], conn: Connection[Any], embedder: Embedder | None) -> T:
+    """Drive ``program`` to completion on a sync connection (one transaction: the caller's)."""
+    reply: Any = None
+    try:
+        while True:
+            step = program.send(reply)
+            if isinstance(step, Embed):
+                reply = _embed(embedder, step)
+            else:
+                with conn.cursor(row_factory=dict_row) as cur:
+                    cur.execute(step.text, step.params)
+                    reply = cur.fetchall() if step.fetch == "all" else None
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
+
+
+async def run_async(program: Program[T], conn: AsyncConnection[Any], embedder: Embedder | None) -> T:
+    """Drive ``program`` on an async connection; embeddings run in a worker thread."""
+    reply: Any = None
+    try:
+        while True:
+            step = program.send(reply)
+            if isinstance(step, Embed):
+                reply = await asyncio.to_thread(_embed, embedder, step)
+            else:
+                async with conn.cursor(row_factory=dict_row) as cur:
+                    await cur.execute(step.text, step.params)
+                    reply = await cur.fetchall() if step.fetch == "all" else None
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
+
+
+def _embed(embedder: Embedder | None, step: Embed) -> list[float]:
+    if embedder is None:
+        raise RuntimeError("this operation needs an embedder, and none is configured")
+    return embedder.embed_query(step.text)
+
+
+def ident(*names: str) -> sql.Identifier:
+    """A schema-qualified identifier, e.g. ``ident("ghostmem", "messages")``."""
+    return sql.Identifier(*names)

@@ -1,0 +1,146 @@
+"""What a model reads: row headers, excerpts and bounded text for every result model.
+
+Every list row is the header ``[conv_id | platform | started→ended | title | topic | cluster | msgs | intensity]``
+followed by a snippet of the first message on the next line. Times are UTC ``YYYY-MM-DD HH:MM``. Every text is
+bounded, so one tool call never floods a model's context.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from ghostmem.models import (
+    ConversationList,
+    ConversationRow,
+    ConversationSummary,
+    FeedbackResult,
+    GhostList,
+    GhostMemoryRow,
+    MessageView,
+    RememberResult,
+    SearchResult,
+    Thread,
+)
+
+SNIPPET_CHARS = 160
+MATCH_CHARS = 300
+MESSAGE_CHARS = 2000
+TITLE_CHARS = 80
+MAX_TEXT_CHARS = 24000
+
+
+def clip(text: str | None, limit: int) -> str:
+    """One line of at most ``limit`` characters (whitespace collapsed, an ellipsis when cut)."""
+    if not text:
+        return ""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+
+
+def when(ts: datetime | None) -> str:
+    return ts.astimezone(UTC).strftime("%Y-%m-%d %H:%M") if ts else "?"
+
+
+def row_header(row: ConversationRow) -> str:
+    intensity = f"{row.intensity:.2f}" if row.intensity is not None else "-"
+    cluster = str(row.cluster) if row.cluster is not None else "-"
+    fields = [
+        row.conv_id,
+        row.platform,
+        f"{when(row.started_at)}→{when(row.ended_at)}",
+        clip(row.title, TITLE_CHARS) or "(untitled)",
+        row.topic or "-",
+        cluster,
+        f"{row.msg_count} msgs",
+        intensity,
+    ]
+    return "[" + " | ".join(fields) + "]"
+
+
+def conversation_row(row: ConversationRow) -> str:
+    return f"{row_header(row)}\n  {clip(row.snippet, SNIPPET_CHARS)}"
+
+
+def message_line(msg: MessageView, limit: int = MESSAGE_CHARS) -> str:
+    who = f"{msg.role}:{msg.speaker}" if msg.speaker else msg.role
+    text = msg.text if len(msg.text) <= limit else msg.text[: limit - 1] + "…"
+    return f"#{msg.seq} {when(msg.ts)} {who}: {text}"
+
+
+def _bounded(lines: list[str]) -> str:
+    out: list[str] = []
+    used = 0
+    for i, line in enumerate(lines):
+        if used + len(line) > MAX_TEXT_CHARS:
+            out.append(f"… {len(lines) - i} more lines cut to keep this answer short")
+            break
+        out.append(line)
+        used += len(line) + 1
+    return "\n".join(out)
+
+
+def conversation_list(result: ConversationList) -> str:
+    if not result.rows:
+        return "No conversations match. Widen `days`, drop a filter, or use search_personal_memory."
+    return _bounded([conversation_row(r) for r in result.rows])
+
+
+def search_result(result: SearchResult) -> str:
+    if not result.rows:
+        return f"Nothing found for {result.query!r}. Try other words, fewer filters or a wider time window."
+    lines: list[str] = []
+    for hit in result.rows:
+        lines.append(f"{row_header(hit)} score={hit.score:.4f}")
+        lines.append(f"  {clip(hit.snippet, SNIPPET_CHARS)}")
+        for match in hit.matches:
+            lines.append(f"  > {message_line(match, MATCH_CHARS)}")
+    return _bounded(lines)
+
+
+def thread(result: Thread) -> str:
+    conv = result.conversation
+    end = result.offset + len(result.messages)
+    lines = [
+        row_header(conv),
+        f"tier: {conv.tier} · messages {result.offset}–{max(end - 1, result.offset)} of {result.total}",
+    ]
+    lines += [message_line(m) for m in result.messages]
+    if result.next_offset is not None:
+        lines.append(f"… more messages: call again with offset={result.next_offset}")
+    return _bounded(lines)
+
+
+def summary(result: ConversationSummary) -> str:
+    conv = result.conversation
+    lines = [row_header(conv)]
+    if conv.project:
+        lines.append(f"project: {conv.project}")
+    lines += [message_line(m, MATCH_CHARS * 2) for m in result.head]
+    if result.omitted:
+        lines.append(f"… {result.omitted} messages omitted (get_conversation reads them) …")
+    lines += [message_line(m, MATCH_CHARS * 2) for m in result.tail]
+    return _bounded(lines)
+
+
+def ghost_row(row: GhostMemoryRow) -> str:
+    where = row.scope if row.scope == "global" else f"{row.scope}:{row.project or ','.join(row.allowlist)}"
+    score = f" score={row.score:.3f}" if row.score is not None else ""
+    terms = " ".join(f"{k}={v:+.3f}" for k, v in row.breakdown.items())
+    return f"[memory_id {row.memory_id} | {row.kind} | {where}{score}] {clip(row.content, 400)}" + (
+        f"\n  ({terms})" if terms else ""
+    )
+
+
+def ghost_list(result: GhostList) -> str:
+    if not result.rows:
+        return "No ghost memories match." + ("" if result.query else " None stored yet: use remember.")
+    return _bounded([ghost_row(r) for r in result.rows])
+
+
+def remember_result(result: RememberResult) -> str:
+    verb = "Stored" if result.created else "Strengthened the existing near-duplicate"
+    return f"{verb}: {ghost_row(result.memory)}"
+
+
+def feedback_result(result: FeedbackResult) -> str:
+    return f"Recorded {result.signal}: {ghost_row(result.memory)}"

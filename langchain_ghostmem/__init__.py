@@ -1,0 +1,1 @@
+"""LangChain tools, retrievers and chat history over ghostmem."""

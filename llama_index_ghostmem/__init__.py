@@ -1,0 +1,1 @@
+"""LlamaIndex tools, retrievers and chat store over ghostmem."""
