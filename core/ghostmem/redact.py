@@ -1,0 +1,263 @@
+"""Secret redaction: every message passes through :func:`redact` before it is stored or embedded.
+
+A secret is replaced by a typed placeholder, ``[REDACTED:<kind>]``; what surrounds it (the variable name, the URL's
+user and host, the ``Authorization: Bearer`` prefix) is kept so the conversation still reads. Provider tokens are
+recognised by their documented prefixes and shapes; passwords, tokens and keys without a recognisable shape only by
+their context (an assignment, a CLI flag, a URL, a header). Look-alikes with no such prefix or context (git SHAs,
+sha256 digests, UUIDs, base64 images) are left alone.
+
+It runs on every message, so clean text costs one scan of a compiled trigger pattern, and it is idempotent: a
+placeholder never matches a rule, so redacting twice equals redacting once.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+__all__ = ["KINDS", "placeholder", "redact"]
+
+_PLACEHOLDER_PREFIX = "[REDACTED:"
+
+
+def placeholder(kind: str) -> str:
+    """The text that replaces a secret of this kind."""
+    return f"{_PLACEHOLDER_PREFIX}{kind}]"
+
+
+def _has_digit(value: str) -> bool:
+    return any(c.isdigit() for c in value)
+
+
+def _looks_random(value: str) -> bool:
+    """Has both letters and digits: what a generated token has and a word or identifier has not."""
+    return _has_digit(value) and any(c.isalpha() for c in value)
+
+
+def _upper_or_digit(value: str) -> bool:
+    return any(c.isdigit() or c.isupper() for c in value)
+
+
+def _not_reference(value: str) -> bool:
+    """Not a variable (``$DB_PASS``, ``${X}``, ``<password>``, ``{{ secret }}``), a mask or a placeholder."""
+    return not (value[:1] in "$<{%" or set(value) <= set("*xX.•-_") or value.startswith(_PLACEHOLDER_PREFIX))
+
+
+@dataclass(frozen=True, slots=True)
+class _Rule:
+    """One pattern; its ``secret*`` groups are replaced, everything else in the match is kept."""
+
+    kind: str | Callable[[re.Match[str]], str]
+    pattern: re.Pattern[str]
+    check: Callable[[re.Match[str], str], bool] | None = None
+
+
+def _rule(
+    kind: str | Callable[[re.Match[str]], str],
+    pattern: str,
+    check: Callable[[re.Match[str], str], bool] | None = None,
+    flags: int = 0,
+) -> _Rule:
+    return _Rule(kind, re.compile(pattern, flags), check)
+
+
+def _value_is(predicate: Callable[[str], bool]) -> Callable[[re.Match[str], str], bool]:
+    return lambda _m, value: predicate(value)
+
+
+# A token starts where no other token character precedes it.
+_B = r"(?<![A-Za-z0-9_-])"
+# ... and ends where no token character follows (for fixed-length shapes).
+_E = r"(?![A-Za-z0-9_-])"
+
+# Keys whose value is a secret, in assignments (env, JSON, YAML, code) and as CLI flags. The key must END with one of
+# these words, so ``max_tokens``, ``token_count`` and ``password_hash`` are not keys of secrets.
+_PASSWORD_WORDS = r"password|passwd|passphrase|pwd"
+_SECRET_WORDS = (
+    r"client[_-]?secret|secret[_-]?key|secret|api[_-]?key|apikey|access[_-]?key|private[_-]?key"
+    r"|auth[_-]?token|access[_-]?token|refresh[_-]?token|session[_-]?token|token"
+)
+
+# Values that name a type, a variable or nothing: the key is being declared or passed on, not given a secret.
+_NON_SECRET_WORDS = frozenset(
+    [
+        "none",
+        "null",
+        "nil",
+        "true",
+        "false",
+        "undefined",
+        "str",
+        "string",
+        "bytes",
+        "int",
+        "optional",
+        "required",
+        "secret",
+        "secretstr",
+        "password",
+        "token",
+        "env",
+        "environ",
+        "config",
+        "settings",
+        "self",
+    ]
+)
+# settings.API_KEY, self.token, os.getenv("X"), Optional[str]: code naming where the secret is, not the secret.
+_CODE_REFERENCE = re.compile(r"[A-Za-z_][A-Za-z_]*(?:\.[A-Za-z_][A-Za-z_]*)+|[A-Za-z_][\w.]*[(\[].*")
+_PROSE_WORD = re.compile(r"[a-z]{1,12}")
+
+
+def _assignment_kind(m: re.Match[str]) -> str:
+    key = m.group("key").lower()
+    if re.search(_PASSWORD_WORDS + "$", key):
+        return "password"
+    for word, kind in (("api", "api_key"), ("secret", "secret"), ("key", "secret"), ("token", "token")):
+        if word in key:
+            return kind
+    return "secret"
+
+
+def _assignment_value_ok(m: re.Match[str], value: str) -> bool:
+    if not value.strip() or not _not_reference(value):
+        return False
+    unquoted = m.group("secret4") is not None
+    if unquoted:
+        if value.lower() in _NON_SECRET_WORDS or _CODE_REFERENCE.fullmatch(value):
+            return False
+        normalise = str.maketrans("", "", "_-.")
+        if value.lower().translate(normalise) == m.group("key").lower().translate(normalise):
+            return False  # password=password: a variable passed on
+        # "Password: reset via email" is prose; "password: sunshine" at the end of a line is a value.
+        rest = m.string[m.end() : m.end() + 2]
+        if ":" in m.group("sep") and _PROSE_WORD.fullmatch(value) and re.match(r" [A-Za-z]", rest):
+            return False
+    if _assignment_kind(m) == "password":
+        return len(value) >= 3
+    return len(value) >= 8 and (_has_digit(value) or (value.lower() != value and value.upper() != value))
+
+
+# Quoted (plain or JSON-escaped) or bare; a bare value ends before trailing punctuation.
+_VALUE = (
+    r"(?:\"(?P<secret1>[^\"\n]{1,300}?)\"|'(?P<secret2>[^'\n]{1,300}?)'"
+    r"|\\\"(?P<secret3>[^\"\n\\]{1,300}?)\\\"|(?P<secret4>[^\s\"'`]{0,299}[^\s\"'`,;:)}\].]))"
+)
+
+_RULES: tuple[_Rule, ...] = (
+    # Whole blocks first, so the base64 inside them is never seen by the token rules.
+    _rule(
+        "private_key",
+        r"(?P<secret>-----BEGIN[A-Z0-9 ]{0,30} PRIVATE KEY(?: BLOCK)?-----"
+        r"[\s\S]*?(?:-----END[A-Z0-9 ]{0,30} PRIVATE KEY(?: BLOCK)?-----|\Z))",
+    ),
+    _rule("anthropic_key", _B + r"(?P<secret>sk-ant-[A-Za-z0-9_-]{20,})"),
+    _rule(
+        "openai_key",
+        _B + r"(?P<secret>sk-(?!ant-)(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_-]{20,})",
+        _value_is(_looks_random),
+    ),
+    _rule("google_api_key", _B + r"(?P<secret>AIza[0-9A-Za-z_-]{35})" + _E),
+    _rule(
+        "stripe_key", _B + r"(?P<secret>(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{10,}|whsec_[A-Za-z0-9+/=]{20,})"
+    ),
+    _rule("huggingface_token", _B + r"(?P<secret>hf_[A-Za-z0-9]{30,})" + _E, _value_is(_upper_or_digit)),
+    _rule("groq_key", _B + r"(?P<secret>gsk_[A-Za-z0-9]{40,})"),
+    _rule("xai_key", _B + r"(?P<secret>xai-[A-Za-z0-9]{40,})"),
+    _rule("perplexity_key", _B + r"(?P<secret>pplx-[A-Za-z0-9]{40,})"),
+    _rule("replicate_token", _B + r"(?P<secret>r8_[A-Za-z0-9]{30,})"),
+    _rule("npm_token", _B + r"(?P<secret>npm_[A-Za-z0-9]{36,})"),
+    _rule("pypi_token", _B + r"(?P<secret>pypi-AgE[A-Za-z0-9_-]{50,})"),
+    _rule("digitalocean_token", _B + r"(?P<secret>do[por]_v1_[a-f0-9]{64})"),
+    _rule("sendgrid_key", _B + r"(?P<secret>SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43})"),
+    _rule("github_token", _B + r"(?P<secret>gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{50,})"),
+    _rule("gitlab_token", _B + r"(?P<secret>gl(?:pat|dt|ptt|rt)-[A-Za-z0-9_-]{20,})"),
+    _rule("slack_token", _B + r"(?P<secret>xox[abposre]-[A-Za-z0-9-]{10,})", _value_is(_has_digit)),
+    _rule(
+        "slack_webhook", r"hooks\.slack\.com/(?:services|workflows|triggers)/(?P<secret>[A-Za-z0-9/_-]{10,})"
+    ),
+    _rule("discord_webhook", r"discord(?:app)?\.com/api/webhooks/(?P<secret>\d+/[A-Za-z0-9_-]{20,})"),
+    _rule(
+        "aws_access_key_id",
+        r"(?<![A-Za-z0-9/+])(?P<secret>(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z0-9]{16})(?![A-Za-z0-9])",
+    ),
+    # An AWS secret key is 40 base64 characters with no prefix: only recognisable next to its name.
+    _rule(
+        "aws_secret_key",
+        r"(?i:secret_?access_?key|aws[\w.-]{0,30}secret[\w.-]{0,30})\\?[\"']?\s*[:=]\s*\\?[\"']?\s*"
+        r"(?P<secret>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])",
+    ),
+    _rule(
+        "jwt",
+        _B + r"(?P<secret>eyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]*)",
+    ),
+    _rule(
+        "url_password",
+        r"\b[A-Za-z][A-Za-z0-9+.-]{1,20}://[^\s:/@'\"\[\]]*:(?P<secret>[^\s@/'\"]+)@(?=[\w.\[-])",
+        _value_is(_not_reference),
+    ),
+    _rule(
+        "bearer_token",
+        r"(?i:\b(?:proxy-)?authorization\\?[\"']?\s*[:=]\s*\\?[\"']?\s*(?:bearer|token|basic|bot)\s+)"
+        r"(?P<secret>[A-Za-z0-9._~+/-]{8,}=*)",
+    ),
+    _rule("bearer_token", r"(?i:\bbearer\s+)(?P<secret>[A-Za-z0-9._~+/-]{16,}=*)", _value_is(_looks_random)),
+    _rule(
+        _assignment_kind,
+        r"(?<![A-Za-z0-9_.-])--?(?P<key>[A-Za-z0-9-]{0,40}?(?:"
+        + _PASSWORD_WORDS
+        + "|"
+        + _SECRET_WORDS
+        + r"))"
+        r"(?P<sep>=|\s+)" + _VALUE,
+        _assignment_value_ok,
+        re.IGNORECASE,
+    ),
+    _rule(
+        _assignment_kind,
+        r"(?<![A-Za-z0-9_.-])(?P<key>[A-Za-z0-9_.-]{0,40}?(?:" + _PASSWORD_WORDS + "|" + _SECRET_WORDS + r"))"
+        r"(?P<sep>\\?[\"']?[ \t]*(?::=|=>|=|:(?!//))[ \t]*)" + _VALUE,
+        _assignment_value_ok,
+        re.IGNORECASE,
+    ),
+)
+
+KINDS: frozenset[str] = frozenset(r.kind for r in _RULES if isinstance(r.kind, str)) | {
+    "password",
+    "secret",
+    "api_key",
+    "token",
+}
+
+# Cheap pre-check: text containing none of these cannot match any rule.
+_TRIGGER = re.compile(
+    r"PRIVATE KEY|sk-|sk_|rk_|whsec_|AIza|hf_|gsk_|xai-|pplx-|r8_|npm_|pypi-|_v1_|SG\.|gh[pousr]_|github_pat_"
+    r"|gl(?:pat|dt|ptt|rt)-|xox|hooks\.slack|discord|eyJ|://"
+    r"|(?-i:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)"
+    r"|pass|pwd|secret|token|key|bearer|authoriz",
+    re.IGNORECASE,
+)
+
+
+def _apply(rule: _Rule, text: str) -> str:
+    def replace(m: re.Match[str]) -> str:
+        name = next(n for n in ("secret", "secret1", "secret2", "secret3", "secret4") if m.groupdict().get(n))
+        value = m.group(name)
+        if rule.check is not None and not rule.check(m, value):
+            return m.group(0)
+        kind = rule.kind if isinstance(rule.kind, str) else rule.kind(m)
+        start, end = m.span(name)
+        whole = m.group(0)
+        return whole[: start - m.start()] + placeholder(kind) + whole[end - m.start() :]
+
+    return rule.pattern.sub(replace, text)
+
+
+def redact(text: str) -> str:
+    """``text`` with every recognised secret replaced by ``[REDACTED:<kind>]``; unchanged when there is none."""
+    if not _TRIGGER.search(text):
+        return text
+    for rule in _RULES:
+        text = _apply(rule, text)
+    return text
