@@ -23,6 +23,8 @@ MAX_CONTENT_CHARS = 4000
 GhostKind = Literal["rule", "feedback", "preference", "fact", "warning"]
 GhostScope = Literal["global", "project", "shared-restricted"]
 FeedbackSignal = Literal["endorse", "correct", "incident_prevented", "prediction_error"]
+GhostFormula = Literal["default", "literal"]
+SearchMode = Literal["hybrid", "lexical", "vector"]
 
 
 class OpArgs(BaseModel):
@@ -49,6 +51,8 @@ class SearchPersonalMemoryArgs(OpArgs):
     limit: int = Field(10, ge=1, le=MAX_SEARCH_LIMIT, description="Maximum number of conversations.")
     include_library: bool = Field(False, description="Also search the shared library tier.")
     explain: SkipJsonSchema[bool] = False
+    # Benchmarks run one leg alone; not model-visible.
+    mode: SkipJsonSchema[SearchMode] = "hybrid"
 
     @field_validator("query")
     @classmethod
@@ -100,6 +104,8 @@ class SearchGhostMemoriesArgs(OpArgs):
         None, max_length=200, description="The project you are working in (unlocks its rules)."
     )
     limit: int = Field(10, ge=1, le=MAX_SEARCH_LIMIT, description="Maximum number of memories.")
+    # "literal" ranks by DESIGN.md's formula exactly, flaws included (docs/ghosts.md); not for models.
+    formula: SkipJsonSchema[GhostFormula] = "default"
 
 
 class RememberArgs(OpArgs):

@@ -1,6 +1,28 @@
-"""Conversation operations: hybrid search, threads, lists and summaries (one SQL statement per question)."""
+"""Conversation operations: hybrid search, threads, lists and summaries (one SQL statement per question).
+
+Search ranks *messages* with two legs and fuses them by reciprocal rank (``1 / (RRF_K + rank)`` summed):
+
+* **lexical**: the ``tsv`` column (English-stemmed words plus CJK character grams, filled by a trigger, see
+  migration 020) scored like BM25. Each query lexeme's document frequency is counted through the GIN index but
+  capped at :data:`DF_CAP`, and candidates are gathered only from lexemes rarer than the cap (all lexemes when
+  none is), so the leg never ranks every match of a common word, however large the store.
+* **vector**: pgvector HNSW over message embeddings, with iterative scans so that owner, tier, time, platform and
+  project filters apply inside the scan and a narrow filter still yields its rows.
+
+Speaker names are metadata (the ``speaker`` column), never embedded: a name the query mentions is removed from the
+text the vector leg embeds, because a name says who spoke, not what was said. The fused messages are grouped into
+conversations (score = the best message's), whose best messages become the hit's ``matches``.
+:func:`search_messages` returns the fused messages themselves (the retrieval benchmark scores them); both share
+one query builder.
+"""
 
 from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from psycopg import sql
 
 from ghostmem.args import (
     GetConversationArgs,
@@ -10,35 +32,434 @@ from ghostmem.args import (
     SearchPersonalMemoryArgs,
 )
 from ghostmem.context import OpContext
-from ghostmem.errors import NotImplementedYet
-from ghostmem.models import ConversationList, ConversationSummary, SearchResult, Thread
-from ghostmem.program import Program
+from ghostmem.errors import NotFound
+from ghostmem.models import (
+    ConversationList,
+    ConversationRow,
+    ConversationSummary,
+    MessageView,
+    SearchHit,
+    SearchResult,
+    Thread,
+)
+from ghostmem.program import Embed, Program, Query, Row
+
+RRF_K = 60
+DEPTH_PER_LEG = 100  # messages each leg contributes to the fusion (at least 5 per requested conversation)
+DF_CAP = 1000  # document frequencies are counted up to this; rarer lexemes gather the lexical candidates
+BM25_K1 = 1.2
+BM25_B = 0.75
+MATCHES_PER_HIT = 3
+MATCH_TEXT_CHARS = 1000
+SUMMARY_TEXT_CHARS = 1000
+THREAD_TEXT_CHARS = 20000
+HNSW_MAX_SCAN_TUPLES = 100000
+
+CONVERSATIONAL = ("user", "assistant")
+
+_ROW_COLUMNS = sql.SQL(
+    "c.conv_id, c.tier, c.platform, c.started_at, c.ended_at, c.title, c.project, c.topic, c.cluster, "
+    "c.msg_count, c.intensity, c.first_snippet AS snippet"
+)
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def like_pattern(text: str) -> str:
+    """A case-insensitive substring pattern for ``ILIKE`` with the user's ``%``, ``_`` and ``\\`` taken literally."""
+    escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
+def _conversation_row(row: Row) -> ConversationRow:
+    return ConversationRow.model_validate({k: row[k] for k in ConversationRow.model_fields})
+
+
+def _message_view(item: dict[str, Any]) -> MessageView:
+    return MessageView.model_validate({k: item[k] for k in MessageView.model_fields if k in item})
+
+
+def _message_json(limit: int) -> sql.Composed:
+    """A ``jsonb`` object of a message row ``m`` (text cut to ``limit`` characters)."""
+    return sql.SQL(
+        "jsonb_build_object('seq', m.seq, 'role', m.role, 'ts', m.ts, 'speaker', m.speaker, "
+        "'text', left(m.text, {n}), 'truncated', char_length(m.text) > {n})"
+    ).format(n=sql.Literal(limit))
+
+
+# --- search --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """What one search statement needs besides its SQL text."""
+
+    params: dict[str, Any]
+    lexical: bool
+    vector: bool
+
+
+def _message_filters(args: SearchPersonalMemoryArgs) -> sql.Composed:
+    """The filters every leg applies inside its scan (``m`` = ghostmem.messages)."""
+    parts = [sql.SQL("m.owner = %(owner)s"), sql.SQL("m.tier = ANY(%(tiers)s)")]
+    if args.days is not None:
+        parts.append(sql.SQL("m.ts >= now() - make_interval(days => %(days)s)"))
+    if args.platform is not None:
+        parts.append(sql.SQL("m.platform = %(platform)s"))
+    if args.project is not None:
+        # An OR with a sub-select keeps this a (hashed) filter of the scan instead of a join after it.
+        parts.append(
+            sql.SQL(
+                "(m.project ILIKE %(project)s OR m.conv_id IN (SELECT c.conv_id FROM ghostmem.conversations c "
+                "WHERE c.owner = %(owner)s AND c.tier = ANY(%(tiers)s) AND c.title ILIKE %(project)s))"
+            )
+        )
+    return sql.SQL(" AND ").join(parts)
+
+
+_LEXICAL_LEG = """
+lex_terms AS (
+    SELECT t.lexeme, ghostmem.lexeme_query(t.lexeme) AS tq, d.df
+    FROM unnest(tsvector_to_array(ghostmem.lexemes(%(query)s, true))) AS t(lexeme)
+    CROSS JOIN LATERAL (
+        SELECT count(*) AS df FROM (
+            SELECT 1 FROM ghostmem.messages m
+            WHERE m.owner = %(owner)s AND m.tier = ANY(%(tiers)s) AND m.tsv @@ ghostmem.lexeme_query(t.lexeme)
+            LIMIT %(df_cap)s
+        ) s
+    ) d
+    WHERE d.df > 0
+),
+lex_idf AS (
+    SELECT t.lexeme, t.tq, t.df,
+           ln(1 + (greatest(n.n, t.df) - t.df + 0.5) / (t.df + 0.5)) AS idf
+    FROM lex_terms t, (
+        SELECT greatest(coalesce(sum(c.msg_count), 0), 1)::float8 AS n FROM ghostmem.conversations c
+        WHERE c.owner = %(owner)s AND c.tier = ANY(%(tiers)s)
+    ) n
+),
+lex_cand AS (
+    SELECT DISTINCT ON (m.id) m.id, m.tsv
+    FROM lex_idf t CROSS JOIN LATERAL (
+        SELECT m.id, m.tsv FROM ghostmem.messages m
+        WHERE {filters} AND m.tsv @@ t.tq
+        LIMIT %(df_cap)s
+    ) m
+    WHERE t.df < %(df_cap)s OR NOT EXISTS (SELECT 1 FROM lex_idf r WHERE r.df < %(df_cap)s)
+    ORDER BY m.id
+),
+lex AS (
+    SELECT s.id, s.score, row_number() OVER (ORDER BY s.score DESC, s.id) AS rank
+    FROM (
+        SELECT c.id, sum(t.idf * (%(k1)s + 1)
+                   / (1 + %(k1)s * (1 - %(b)s + %(b)s * length(c.tsv) / a.avgdl))) AS score
+        FROM lex_cand c
+        CROSS JOIN (SELECT greatest(avg(length(tsv)), 1)::float8 AS avgdl FROM lex_cand) a
+        JOIN lex_idf t ON c.tsv @@ t.tq
+        GROUP BY c.id
+    ) s
+    ORDER BY s.score DESC, s.id
+    LIMIT %(depth)s
+)"""
+
+_VECTOR_LEG = """
+vec_scan AS MATERIALIZED (
+    SELECT m.id, m.embedding <=> %(qvec)s::vector AS dist
+    FROM ghostmem.messages m
+    WHERE {filters} AND m.embedding IS NOT NULL
+    ORDER BY m.embedding <=> %(qvec)s::vector
+    LIMIT %(depth)s
+),
+vec AS (
+    SELECT id, dist, row_number() OVER (ORDER BY dist, id) AS rank FROM vec_scan
+)"""
+
+_FUSED_BOTH = """
+fused AS (
+    SELECT coalesce(l.id, v.id) AS id,
+           coalesce(1.0 / (%(rrf_k)s + l.rank), 0) + coalesce(1.0 / (%(rrf_k)s + v.rank), 0) AS score,
+           l.rank AS lex_rank, l.score AS lex_score, v.rank AS vec_rank, v.dist AS vec_dist
+    FROM lex l FULL OUTER JOIN vec v ON l.id = v.id
+)"""
+
+_FUSED_LEXICAL = """
+fused AS (
+    SELECT id, 1.0 / (%(rrf_k)s + rank) AS score, rank AS lex_rank, score AS lex_score,
+           NULL::bigint AS vec_rank, NULL::float8 AS vec_dist
+    FROM lex
+)"""
+
+_FUSED_VECTOR = """
+fused AS (
+    SELECT id, 1.0 / (%(rrf_k)s + rank) AS score, NULL::bigint AS lex_rank, NULL::float8 AS lex_score,
+           rank AS vec_rank, dist AS vec_dist
+    FROM vec
+)"""
+
+
+def _fused_messages(args: SearchPersonalMemoryArgs, lexical: bool, vector: bool) -> sql.Composed:
+    """``WITH ... fused AS (id, score, lex_rank, lex_score, vec_rank, vec_dist)``: the one query builder."""
+    filters = _message_filters(args)
+    legs: list[sql.Composable] = []
+    if lexical:
+        legs.append(sql.SQL(_LEXICAL_LEG).format(filters=filters))
+    if vector:
+        legs.append(sql.SQL(_VECTOR_LEG).format(filters=filters))
+    fused = _FUSED_BOTH if lexical and vector else _FUSED_LEXICAL if lexical else _FUSED_VECTOR
+    legs.append(sql.SQL(fused))
+    return sql.SQL("WITH") + sql.SQL(",").join(legs)
+
+
+def _speaker_candidates(query: str) -> list[str]:
+    """Every run of one to three words of the query, lower-cased: the names a query could mention."""
+    words = _WORD.findall(query.lower())
+    return sorted({" ".join(words[i : i + n]) for n in (1, 2, 3) for i in range(len(words) - n + 1)})
+
+
+def strip_names(query: str, names: list[str]) -> str:
+    """The query without the given names (and their possessive ``'s``); the query itself if nothing is left."""
+    stripped = query
+    for name in sorted(names, key=len, reverse=True):
+        stripped = re.sub(rf"\b{re.escape(name)}(?:'s|’s)?\b", " ", stripped, flags=re.IGNORECASE)
+    stripped = " ".join(stripped.split())
+    return stripped if _WORD.search(stripped) else query
+
+
+def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int) -> Program[_Plan]:
+    """Resolve the query embedding and the scan settings of one search (steps before the one statement)."""
+    lexical = args.mode in ("hybrid", "lexical")
+    vector = args.mode in ("hybrid", "vector")
+    tiers = ["personal", "library"] if args.include_library else ["personal"]
+    params: dict[str, Any] = {
+        "owner": ctx.owner,
+        "tiers": tiers,
+        "query": args.query,
+        "days": args.days,
+        "platform": args.platform,
+        "project": like_pattern(args.project) if args.project is not None else None,
+        "depth": depth,
+        "df_cap": DF_CAP,
+        "k1": BM25_K1,
+        "b": BM25_B,
+        "rrf_k": RRF_K,
+    }
+    if vector:
+        rows = yield Query(
+            """
+            SELECT n.name FROM unnest(%s::text[]) AS n(name)
+            WHERE EXISTS (SELECT 1 FROM ghostmem.messages m
+                          WHERE m.owner = %s AND lower(m.speaker) = n.name AND m.speaker IS NOT NULL
+                            AND m.tier = ANY(%s))
+            """,
+            (_speaker_candidates(args.query), ctx.owner, tiers),
+        )
+        dense_query = strip_names(args.query, [r["name"] for r in rows])
+        params["qvec"] = str((yield Embed(dense_query)))
+        # Iterative scans keep filtered HNSW scans going until `depth` rows pass the filters; ef_search bounds
+        # how many candidates one scan can return at all.
+        yield Query(
+            "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),"
+            " set_config('hnsw.ef_search', %s, true), set_config('hnsw.max_scan_tuples', %s, true)",
+            (str(max(depth, 40)), str(HNSW_MAX_SCAN_TUPLES)),
+        )
+    return _Plan(params=params, lexical=lexical, vector=vector)
+
+
+def search_messages(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int) -> Program[list[Row]]:
+    """The fused messages of a search, best first (at most ``depth``): what conversations are ranked from.
+
+    Each row has ``id, score, lex_rank, lex_score, vec_rank, vec_dist, tier, conv_id, seq, role, ts, speaker,
+    text``.
+    """
+    plan = yield from _plan(ctx, args, depth)
+    statement = _fused_messages(args, plan.lexical, plan.vector) + sql.SQL(
+        """
+        SELECT f.*, m.tier, m.conv_id, m.seq, m.role, m.ts, m.speaker, m.text
+        FROM fused f JOIN ghostmem.messages m ON m.id = f.id
+        ORDER BY f.score DESC, f.id
+        LIMIT %(depth)s
+        """
+    )
+    rows: list[Row] = yield Query(statement, plan.params)
+    return rows
 
 
 def search_personal_memory(ctx: OpContext, args: SearchPersonalMemoryArgs) -> Program[SearchResult]:
-    raise NotImplementedYet("search_personal_memory is not implemented yet")
-    yield
+    plan = yield from _plan(ctx, args, max(DEPTH_PER_LEG, 5 * args.limit))
+    plan.params["limit"] = args.limit
+    plan.params["matches"] = MATCHES_PER_HIT
+    statement = _fused_messages(args, plan.lexical, plan.vector) + sql.SQL(
+        """,
+        hits AS (
+            SELECT f.*, m.tier, m.conv_id, {message} AS message,
+                   row_number() OVER (PARTITION BY m.tier, m.conv_id ORDER BY f.score DESC, f.id) AS pos
+            FROM fused f JOIN ghostmem.messages m ON m.id = f.id
+        ),
+        best AS (
+            SELECT h.tier, h.conv_id, max(h.score) AS score,
+                   jsonb_agg(h.message ORDER BY h.pos) FILTER (WHERE h.pos <= %(matches)s) AS matches,
+                   jsonb_agg(jsonb_build_object('fused', h.score, 'lexical_rank', h.lex_rank,
+                                                'lexical_score', h.lex_score, 'vector_rank', h.vec_rank,
+                                                'vector_distance', h.vec_dist, 'message_seq',
+                                                h.message -> 'seq'))
+                       FILTER (WHERE h.pos = 1) AS explain
+            FROM hits h
+            GROUP BY h.tier, h.conv_id
+            ORDER BY max(h.score) DESC, h.tier = 'library', h.conv_id
+            LIMIT %(limit)s
+        )
+        SELECT {columns}, b.score, b.matches, b.explain -> 0 AS explain
+        FROM best b
+        JOIN ghostmem.conversations c ON c.owner = %(owner)s AND c.tier = b.tier AND c.conv_id = b.conv_id
+        ORDER BY b.score DESC, b.tier = 'library', b.conv_id
+        """
+    ).format(message=_message_json(MATCH_TEXT_CHARS), columns=_ROW_COLUMNS)
+    rows: list[Row] = yield Query(statement, plan.params)
+    hits = [
+        SearchHit(
+            **_conversation_row(r).model_dump(),
+            score=float(r["score"]),
+            matches=[_message_view(m) for m in r["matches"] or []],
+            explain=r["explain"] if args.explain else None,
+        )
+        for r in rows
+    ]
+    return SearchResult(query=args.query, rows=hits)
+
+
+# --- reading one conversation --------------------------------------------------------------------------------
+
+_FIND_CONVERSATION = sql.SQL(
+    """
+    conv AS (
+        SELECT {columns} FROM ghostmem.conversations c
+        WHERE c.owner = %(owner)s AND c.conv_id = %(conv_id)s
+        ORDER BY c.tier = 'personal' DESC
+        LIMIT 1
+    )"""
+).format(columns=_ROW_COLUMNS)
+
+
+def _not_found(conv_id: str) -> NotFound:
+    return NotFound(
+        f"no conversation {conv_id!r} in personal memory or the library: find conv_ids with "
+        "search_personal_memory or list_recent_conversations"
+    )
 
 
 def get_conversation(ctx: OpContext, args: GetConversationArgs) -> Program[Thread]:
-    raise NotImplementedYet("get_conversation is not implemented yet")
-    yield
-
-
-def list_recent_conversations(ctx: OpContext, args: ListRecentConversationsArgs) -> Program[ConversationList]:
-    raise NotImplementedYet("list_recent_conversations is not implemented yet")
-    yield
-
-
-def list_project_conversations(
-    ctx: OpContext, args: ListProjectConversationsArgs
-) -> Program[ConversationList]:
-    raise NotImplementedYet("list_project_conversations is not implemented yet")
-    yield
+    statement = (
+        sql.SQL("WITH")
+        + _FIND_CONVERSATION
+        + sql.SQL(
+            """
+            SELECT conv.*,
+                   (SELECT count(*) FROM ghostmem.messages m
+                    WHERE m.owner = %(owner)s AND m.tier = conv.tier AND m.conv_id = conv.conv_id) AS total,
+                   (SELECT coalesce(jsonb_agg(p.message ORDER BY p.seq), '[]'::jsonb) FROM (
+                        SELECT m.seq, {message} AS message FROM ghostmem.messages m
+                        WHERE m.owner = %(owner)s AND m.tier = conv.tier AND m.conv_id = conv.conv_id
+                        ORDER BY m.seq
+                        OFFSET %(offset)s LIMIT %(limit)s
+                    ) p) AS messages
+            FROM conv
+            """
+        ).format(message=_message_json(THREAD_TEXT_CHARS))
+    )
+    rows = yield Query(
+        statement, {"owner": ctx.owner, "conv_id": args.conv_id, "offset": args.offset, "limit": args.limit}
+    )
+    if not rows:
+        raise _not_found(args.conv_id)
+    row = rows[0]
+    messages = [_message_view(m) for m in row["messages"]]
+    end = args.offset + len(messages)
+    return Thread(
+        conversation=_conversation_row(row),
+        messages=messages,
+        offset=args.offset,
+        total=int(row["total"]),
+        next_offset=end if end < row["total"] else None,
+    )
 
 
 def get_conversation_summary(
     ctx: OpContext, args: GetConversationSummaryArgs
 ) -> Program[ConversationSummary]:
-    raise NotImplementedYet("get_conversation_summary is not implemented yet")
-    yield
+    head = (args.max_messages + 1) // 2
+    statement = (
+        sql.SQL("WITH")
+        + _FIND_CONVERSATION
+        + sql.SQL(
+            """,
+            msgs AS (
+                SELECT m.seq, {message} AS message, row_number() OVER (ORDER BY m.seq) AS i
+                FROM conv JOIN ghostmem.messages m
+                  ON m.owner = %(owner)s AND m.tier = conv.tier AND m.conv_id = conv.conv_id
+                WHERE m.role IN ('user', 'assistant')
+            ),
+            n AS (SELECT count(*) AS n FROM msgs)
+            SELECT conv.*, n.n AS total,
+                   (SELECT coalesce(jsonb_agg(message ORDER BY seq), '[]'::jsonb) FROM msgs
+                    WHERE i <= %(head)s) AS head,
+                   (SELECT coalesce(jsonb_agg(message ORDER BY seq), '[]'::jsonb) FROM msgs
+                    WHERE i > greatest(n.n - %(tail)s, %(head)s)) AS tail
+            FROM conv, n
+            """
+        ).format(message=_message_json(SUMMARY_TEXT_CHARS))
+    )
+    rows = yield Query(
+        statement,
+        {"owner": ctx.owner, "conv_id": args.conv_id, "head": head, "tail": args.max_messages - head},
+    )
+    if not rows:
+        raise _not_found(args.conv_id)
+    row = rows[0]
+    head_views = [_message_view(m) for m in row["head"]]
+    tail_views = [_message_view(m) for m in row["tail"]]
+    return ConversationSummary(
+        conversation=_conversation_row(row),
+        head=head_views,
+        tail=tail_views,
+        omitted=int(row["total"]) - len(head_views) - len(tail_views),
+    )
+
+
+# --- lists ---------------------------------------------------------------------------------------------------
+
+
+def _list(
+    ctx: OpContext, days: int, limit: int, platform: str | None, project: str | None
+) -> Program[ConversationList]:
+    """Personal conversations active in the last ``days``, newest activity first."""
+    parts = [
+        sql.SQL("c.owner = %(owner)s"),
+        sql.SQL("c.tier = 'personal'"),
+        sql.SQL("c.ended_at >= now() - make_interval(days => %(days)s)"),
+    ]
+    if platform is not None:
+        parts.append(sql.SQL("c.platform = %(platform)s"))
+    if project is not None:
+        parts.append(sql.SQL("(c.project ILIKE %(project)s OR c.title ILIKE %(project)s)"))
+    statement = sql.SQL(
+        "SELECT {columns} FROM ghostmem.conversations c WHERE {where} "
+        "ORDER BY c.ended_at DESC NULLS LAST, c.conv_id LIMIT %(limit)s"
+    ).format(columns=_ROW_COLUMNS, where=sql.SQL(" AND ").join(parts))
+    params = {
+        "owner": ctx.owner,
+        "days": days,
+        "limit": limit,
+        "platform": platform,
+        "project": like_pattern(project) if project is not None else None,
+    }
+    rows = yield Query(statement, params)
+    return ConversationList(rows=[_conversation_row(r) for r in rows])
+
+
+def list_recent_conversations(ctx: OpContext, args: ListRecentConversationsArgs) -> Program[ConversationList]:
+    return (yield from _list(ctx, args.days, args.limit, args.platform, args.project))
+
+
+def list_project_conversations(
+    ctx: OpContext, args: ListProjectConversationsArgs
+) -> Program[ConversationList]:
+    return (yield from _list(ctx, args.days, args.limit, None, args.project))
