@@ -1,24 +1,153 @@
-"""Ghost memories: ranking in the database, feedback that tunes it, scopes enforced by the server."""
+"""Ghost memories: ranking in the database, feedback that tunes it, scopes enforced by the server.
+
+Every operation here runs as the runtime role (``OpContext.runtime_role``), switched to with ``SET LOCAL ROLE``
+inside the operation's transaction: that role may execute the API functions of migration ``040`` and may not read
+or write the tables, so scope visibility, ranking and activation bumps are decided by the database alone.
+
+The project an operation acts for is ``OpContext.current_project`` when the application bound one (the model's
+own argument is then ignored), else the model's ``current_project`` / ``project`` argument. The server refuses a
+claim outside the login role's project map (``ghostmem grant-project``); the client asks first, so the refusal
+arrives as one clear :class:`~ghostmem.errors.InvalidArgument`.
+"""
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from psycopg import sql
+
 from ghostmem.args import GiveFeedbackArgs, RememberArgs, SearchGhostMemoriesArgs
 from ghostmem.context import OpContext
-from ghostmem.errors import NotImplementedYet
-from ghostmem.models import FeedbackResult, GhostList, RememberResult
-from ghostmem.program import Program
+from ghostmem.errors import DatabaseUnavailable, InvalidArgument, NotFound
+from ghostmem.models import FeedbackResult, GhostList, GhostMemoryRow, RememberResult
+from ghostmem.program import Embed, Program, Query, Row
+from ghostmem.redact import redact
+
+logger = logging.getLogger(__name__)
+
+ROW_FIELDS = ("memory_id", "content", "kind", "scope", "project", "allowlist", "score")
+# The breakdown's keys in the formula's order: the terms (they sum to the score), then the recency factor.
+TERMS = (
+    "activation",
+    "incident_prevention",
+    "endorsement",
+    "correction",
+    "pred_error",
+    "scope_bonus",
+    "semantic",
+    "recency_factor",
+)
 
 
 def search_ghost_memories(ctx: OpContext, args: SearchGhostMemoriesArgs) -> Program[GhostList]:
-    raise NotImplementedYet("search_ghost_memories is not implemented yet")
-    yield
+    """Ranked ghost memories visible under the claimed project; an empty query is the top-ranked overview.
+
+    Every returned row is bumped by the database in the same transaction (an overview as an overview, which
+    the default ranking does not count as use).
+    """
+    claimed = _claimed(ctx, args.current_project)
+    _reject_nul("query", args.query)
+    query = args.query.strip()
+    vector = (yield Embed(query)) if query else None
+    yield from _act_as_runtime(ctx, claimed)
+    rows = yield Query(
+        "SELECT * FROM agent.search_ghost_ranked(%s, %s, %s, %s::vector, %s, %s)",
+        (ctx.owner, claimed, query, _vector_text(vector), args.formula, args.limit),
+    )
+    return GhostList(query=query, current_project=claimed, rows=[_memory(r) for r in rows])
 
 
 def remember(ctx: OpContext, args: RememberArgs) -> Program[RememberResult]:
-    raise NotImplementedYet("remember is not implemented yet")
-    yield
+    """Store a memory, or strengthen the near-duplicate of the same owner and scope (``created=False``)."""
+    project = _claimed(ctx, args.project)
+    if args.scope == "project" and not project:
+        raise InvalidArgument("remember: scope 'project' needs `project`, the project the memory belongs to")
+    allowlist = [p.strip() for p in args.allowlist if p.strip()]
+    if args.scope == "shared-restricted" and not allowlist:
+        raise InvalidArgument(
+            "remember: scope 'shared-restricted' needs `allowlist`, the projects allowed to see the memory"
+        )
+    if args.scope != "shared-restricted" and allowlist:
+        raise InvalidArgument(
+            f"remember: `allowlist` applies only to scope 'shared-restricted' (scope is {args.scope!r})"
+        )
+    for name, value in (
+        ("content", args.content),
+        ("project", project),
+        *(("allowlist", a) for a in allowlist),
+    ):
+        _reject_nul(name, value)
+    content = redact(args.content)
+    vector = yield Embed(content)
+    yield from _act_as_runtime(ctx, project)
+    rows = yield Query(
+        "SELECT * FROM agent.remember(%s, %s, %s, %s, %s, %s, %s::vector)",
+        (ctx.owner, content, args.kind, args.scope, project, allowlist, _vector_text(vector)),
+    )
+    return RememberResult(memory=_memory(rows[0]), created=bool(rows[0]["created"]))
 
 
 def give_feedback(ctx: OpContext, args: GiveFeedbackArgs) -> Program[FeedbackResult]:
-    raise NotImplementedYet("give_feedback is not implemented yet")
-    yield
+    """Count one feedback signal on a memory and return it with its new score breakdown."""
+    _reject_nul("note", args.note)
+    note = redact(args.note) if args.note else None
+    claimed = ctx.current_project
+    yield from _act_as_runtime(ctx, claimed)
+    rows = yield Query(
+        "SELECT * FROM agent.give_feedback(%s, %s, %s, %s, %s)",
+        (ctx.owner, claimed, args.memory_id, args.signal, note),
+    )
+    if not rows:
+        raise NotFound(
+            f"give_feedback: there is no ghost memory with memory_id {args.memory_id} here; use a memory_id "
+            "from a search_ghost_memories result"
+        )
+    return FeedbackResult(memory=_memory(rows[0]), signal=args.signal)
+
+
+def _claimed(ctx: OpContext, argument: str | None) -> str | None:
+    """The bound project wins over the model's argument; blank means none."""
+    project = ctx.current_project if ctx.current_project is not None else argument
+    project = project.strip() if project else None
+    _reject_nul("current_project", project)
+    return project or None
+
+
+def _act_as_runtime(ctx: OpContext, claimed: str | None) -> Program[None]:
+    """Switch this transaction to the runtime role, then have the server check the project claim."""
+    if ctx.runtime_role:
+        rows = yield Query(
+            "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = %s) AS present, "
+            "EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = %s AND pg_has_role(oid, 'MEMBER')) "
+            "AS member",
+            (ctx.runtime_role, ctx.runtime_role),
+        )
+        if not rows[0]["member"]:
+            problem = "does not exist" if not rows[0]["present"] else "is not granted to the connecting role"
+            raise DatabaseUnavailable(
+                f"the ghost-memory runtime role {ctx.runtime_role!r} {problem}: as an administrator run "
+                f"SELECT agent.install_runtime_role('{ctx.runtime_role}') in this database"
+            )
+        yield Query(sql.SQL("SET LOCAL ROLE {}").format(sql.Identifier(ctx.runtime_role)), fetch="none")
+    rows = yield Query("SELECT agent.claim_refusal(%s) AS refusal", (claimed,))
+    if rows[0]["refusal"]:
+        raise InvalidArgument(str(rows[0]["refusal"]))
+
+
+def _memory(row: Row) -> GhostMemoryRow:
+    fields: dict[str, Any] = {name: row[name] for name in ROW_FIELDS}
+    fields["allowlist"] = list(row["allowlist"] or [])
+    breakdown = row["breakdown"] or {}
+    fields["breakdown"] = {k: float(breakdown[k]) for k in TERMS if k in breakdown}
+    return GhostMemoryRow(**fields, created_at=row["created_at"], last_activated_at=row["last_activated_at"])
+
+
+def _vector_text(vector: Sequence[float] | None) -> str | None:
+    return None if vector is None else "[" + ",".join(repr(float(x)) for x in vector) + "]"
+
+
+def _reject_nul(name: str, value: str | None) -> None:
+    if value and "\x00" in value:
+        raise InvalidArgument(f"{name} contains a NUL byte (\\x00), which text cannot hold: remove it")
