@@ -160,6 +160,36 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     return 0 if report["ok"] else 1
 
 
+# -- ghost-memory scopes ------------------------------------------------------------------------------------------
+
+
+@command("grant-project")
+def cmd_grant_project(args: argparse.Namespace) -> int:
+    from ghostmem.ghosts import grant_project
+
+    with store(args) as gm, gm.connection() as conn:
+        projects = grant_project(conn, args.role, args.project)
+    emit(
+        args, f"role {args.role} may claim: {', '.join(projects)}", {"role": args.role, "projects": projects}
+    )
+    return 0
+
+
+@command("revoke-project")
+def cmd_revoke_project(args: argparse.Namespace) -> int:
+    from ghostmem.ghosts import revoke_project
+
+    with store(args) as gm, gm.connection() as conn:
+        projects = revoke_project(conn, args.role, args.project)
+    text = (
+        f"role {args.role} may claim: {', '.join(projects)}"
+        if projects
+        else (f"role {args.role} has no project map: it may claim any project")
+    )
+    emit(args, text, {"role": args.role, "projects": projects})
+    return 0
+
+
 # -- import -------------------------------------------------------------------------------------------------------
 
 
@@ -202,6 +232,22 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0 if report.ok else 1
 
 
+@command("mcp")
+def cmd_mcp(args: argparse.Namespace) -> int:
+    """Serve every operation over MCP: stdio by default, streamable HTTP on 127.0.0.1 with --http."""
+    import anyio
+
+    from ghostmem.binding import Binding
+    from ghostmem.mcp import serve_http, serve_stdio
+
+    binding = Binding(store(args), current_project=args.project)
+    if args.http:
+        anyio.run(serve_http, binding, args.port)
+    else:
+        anyio.run(serve_stdio, binding)
+    return 0
+
+
 # -- parser -------------------------------------------------------------------------------------------------------
 
 
@@ -237,6 +283,25 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--interval", type=float, default=30.0, help="seconds between polls with --watch")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     sub.add_parser("demo", parents=[common], help="import the bundled sample exports and list them")
+    p = sub.add_parser("mcp", parents=[common], help="serve the operations over MCP (stdio; --http for HTTP)")
+    p.add_argument("--http", action="store_true", help="streamable HTTP on 127.0.0.1 instead of stdio")
+    p.add_argument("--port", type=int, default=8765, help="port of --http (default 8765)")
+    p.add_argument(
+        "--project", default=None, help="bind the project ghost memories act for (hidden from the model)"
+    )
+
+    p = sub.add_parser(
+        "grant-project",
+        parents=[common],
+        help="let a database login role claim a project for ghost memories (refuse its other claims)",
+    )
+    p.add_argument("role", help="a database role (the login role the application connects as)")
+    p.add_argument("project", help="a project that role may claim")
+    p = sub.add_parser(
+        "revoke-project", parents=[common], help="take a project (or the whole map) from a role"
+    )
+    p.add_argument("role", help="a database role")
+    p.add_argument("project", nargs="?", default=None, help="the project to take away (default: all)")
 
     for spec in OPS:
         p = sub.add_parser(spec.cli_name, parents=[common], help=spec.description.split(". ")[0])
