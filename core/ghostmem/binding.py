@@ -1,0 +1,148 @@
+"""What an application binds when it hands ghostmem's operations to a model: whose memory, and which project.
+
+LangChain tools, LlamaIndex tools and the MCP server all hold one :class:`Binding`: a sync and an async store on
+the same settings, embedder and context, and the set of arguments the application fixed (they disappear from the
+model-visible schema, so the model can neither see nor change them).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from ghostmem.args import OpArgs
+from ghostmem.client import AsyncGhostMem, GhostMem, OpResult
+from ghostmem.embed import Embedder
+from ghostmem.errors import InvalidArgument
+from ghostmem.models import GhostList, SearchResult
+from ghostmem.ops import OpSpec, format_validation_error
+
+# Arguments that stand for "the project the agent works in": bound together when the application binds a project.
+PROJECT_ARGUMENTS = frozenset({"current_project", "project"})
+
+
+class Binding:
+    """A sync store, its async twin and the arguments the application bound.
+
+    Args:
+        store: a :class:`GhostMem`, a DSN, or ``None`` for the embedded server (or ``GHOSTMEM_DSN``).
+        owner: whose memory; defaults to the store's owner (or ``GHOSTMEM_OWNER``).
+        current_project: binds the project ghost-memory operations act for; ``current_project`` (and
+            ``remember``'s ``project``) are then removed from the tools' schemas. ``None`` keeps the store's.
+        embedder: the embedder of a store built here (ignored when a store is given).
+    """
+
+    def __init__(
+        self,
+        store: GhostMem | str | None = None,
+        *,
+        owner: str | None = None,
+        current_project: str | None = None,
+        embedder: Embedder | str | None = None,
+    ) -> None:
+        if isinstance(store, GhostMem):
+            settings = store.settings if owner is None else dataclasses.replace(store.settings, owner=owner)
+            project = store.context.current_project if current_project is None else current_project
+            if settings == store.settings and project == store.context.current_project:
+                self.store = store
+            else:
+                self.store = GhostMem(settings=settings, embedder=store.embedder, current_project=project)
+        else:
+            self.store = GhostMem(dsn=store, owner=owner, embedder=embedder, current_project=current_project)
+        self.astore = AsyncGhostMem(
+            settings=self.store.settings, embedder=self.store.embedder, current_project=self.current_project
+        )
+        self.bound: frozenset[str] = PROJECT_ARGUMENTS if self.current_project is not None else frozenset()
+
+    @property
+    def owner(self) -> str:
+        return self.store.owner
+
+    @property
+    def current_project(self) -> str | None:
+        return self.store.context.current_project
+
+    def args_model(self, spec: OpSpec[Any, Any]) -> type[OpArgs]:
+        """The argument model a model sees for ``spec`` (bound arguments removed)."""
+        return spec.public_args_model(self.bound)
+
+    def json_schema(self, spec: OpSpec[Any, Any]) -> dict[str, Any]:
+        """The input schema in the shape function-calling APIs use (no top-level title or extras flag)."""
+        schema = self.args_model(spec).model_json_schema()
+        schema.pop("title", None)
+        schema.pop("additionalProperties", None)
+        return schema
+
+    def validate(self, spec: OpSpec[Any, Any], arguments: Mapping[str, Any] | None) -> dict[str, Any]:
+        """Check model-supplied arguments against the public schema; returns only the arguments given."""
+        try:
+            parsed = self.args_model(spec).model_validate(dict(arguments or {}))
+        except ValidationError as exc:
+            raise InvalidArgument(format_validation_error(spec.name, exc)) from None
+        except (TypeError, ValueError) as exc:
+            raise InvalidArgument(
+                f"{spec.name}: arguments must be an object of named values ({exc})"
+            ) from None
+        given = parsed.model_dump(include=parsed.model_fields_set)
+        for name, value in given.items():
+            # Postgres text cannot hold NUL; say so instead of failing inside the driver.
+            if "\x00" in str(value):
+                raise InvalidArgument(
+                    f"invalid arguments for {spec.name}: {name}: must not contain NUL characters"
+                )
+        return given
+
+    def run(self, spec: OpSpec[Any, Any], arguments: Mapping[str, Any] | None) -> OpResult:
+        return self.store.run(spec.name, self.validate(spec, arguments))
+
+    async def arun(self, spec: OpSpec[Any, Any], arguments: Mapping[str, Any] | None) -> OpResult:
+        return await self.astore.run(spec.name, self.validate(spec, arguments))
+
+    def close(self) -> None:
+        self.store.close()
+
+    async def aclose(self) -> None:
+        await self.astore.close()
+
+
+@dataclass(frozen=True, slots=True)
+class Passage:
+    """One retrieved item in the shape retrievers hand out (a LangChain ``Document``, a LlamaIndex node)."""
+
+    id: str
+    text: str
+    score: float | None
+    metadata: dict[str, Any]
+
+
+def passages(data: BaseModel) -> list[Passage]:
+    """Conversations of a :class:`SearchResult` or memories of a :class:`GhostList` as passages, best first.
+
+    A conversation's text is its best-matching messages (else its first message); its metadata the row header
+    fields. A memory's text is the memory; its metadata its kind, scope, score and score breakdown.
+    """
+    if isinstance(data, SearchResult):
+        return [
+            Passage(
+                id=hit.conv_id,
+                text="\n".join(m.text for m in hit.matches) or hit.snippet or hit.title or "",
+                score=hit.score,
+                metadata=hit.model_dump(mode="json", exclude={"matches", "explain"}, exclude_none=True),
+            )
+            for hit in data.rows
+        ]
+    if isinstance(data, GhostList):
+        return [
+            Passage(
+                id=str(row.memory_id),
+                text=row.content,
+                score=row.score,
+                metadata=row.model_dump(mode="json", exclude={"content"}, exclude_none=True),
+            )
+            for row in data.rows
+        ]
+    raise TypeError(f"no passages in a {type(data).__name__}")

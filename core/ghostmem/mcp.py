@@ -1,0 +1,106 @@
+"""``ghostmem mcp``: the operations of :data:`ghostmem.OPS` as an MCP server (stdio, or streamable HTTP on loopback).
+
+Each tool has the operation's name, description and input schema (the very schema the LangChain and LlamaIndex
+tools show); a call answers with the rendered text and the result model as structured content. A bad argument
+or an unknown id is a tool error with one sentence the model can act on.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import mcp_types as types
+from mcp.server import Server, ServerRequestContext
+from mcp.server.stdio import stdio_server
+
+from ghostmem import __version__
+from ghostmem.binding import Binding
+from ghostmem.errors import GhostMemError
+from ghostmem.ops import OPS, OPS_BY_NAME
+
+logger = logging.getLogger(__name__)
+
+LOOPBACK = "127.0.0.1"
+DEFAULT_PORT = 8765
+INSTRUCTIONS = (
+    "ghostmem is the user's long-term memory: their past conversations with AI assistants "
+    "(search_personal_memory, list_recent_conversations, ...) and the rules this agent learned "
+    "(search_ghost_memories, remember, give_feedback)."
+)
+
+
+def tools(binding: Binding) -> list[types.Tool]:
+    """The MCP tool list: one tool per operation, with the arguments the application bound removed."""
+    return [
+        types.Tool(
+            name=spec.name,
+            description=spec.description,
+            input_schema=binding.json_schema(spec),
+            output_schema=spec.result_model.model_json_schema(),
+            annotations=types.ToolAnnotations(read_only_hint=not spec.writes, open_world_hint=False),
+        )
+        for spec in OPS
+    ]
+
+
+def build_server(binding: Binding) -> Server[Any]:
+    """An MCP server over ``binding`` (whose owner and bound project the model cannot change)."""
+    listed = tools(binding)
+    schemas = {tool.name: tool.input_schema for tool in listed}
+
+    async def list_tools(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=listed)
+
+    async def call_tool(
+        ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        spec = OPS_BY_NAME.get(params.name)
+        if spec is None:
+            return _error(f"unknown tool {params.name!r}; known: {', '.join(OPS_BY_NAME)}")
+        try:
+            result = await binding.arun(spec, params.arguments)
+        except GhostMemError as exc:
+            return _error(str(exc))
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=result.text)],
+            structured_content=result.data.model_dump(mode="json"),
+        )
+
+    return Server(
+        "ghostmem",
+        version=__version__,
+        instructions=INSTRUCTIONS,
+        get_tool_input_schema=schemas.get,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
+
+
+def _error(message: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(type="text", text=message)], is_error=True)
+
+
+async def serve_stdio(binding: Binding) -> None:
+    """Serve over stdin/stdout until the client closes the connection."""
+    server = build_server(binding)
+    try:
+        async with stdio_server() as (read_stream, write_stream):
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+    finally:
+        await binding.aclose()
+
+
+async def serve_http(binding: Binding, port: int = DEFAULT_PORT) -> None:
+    """Serve streamable HTTP at ``http://127.0.0.1:<port>/mcp`` (loopback only: the tools read private memory)."""
+    import uvicorn
+
+    app = build_server(binding).streamable_http_app(host=LOOPBACK)
+    config = uvicorn.Config(app, host=LOOPBACK, port=port, log_level="warning", lifespan="on")
+    logger.info("ghostmem MCP server at http://%s:%d/mcp", LOOPBACK, port)
+    try:
+        await uvicorn.Server(config).serve()
+    finally:
+        await binding.aclose()

@@ -1,0 +1,110 @@
+"""Live capture of a LangChain conversation into personal memory (platform ``langchain``)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any
+
+from ghostmem import GhostMem
+from ghostmem.binding import Binding
+from ghostmem.capture import append_messages, delete_conversation, load_messages
+from ghostmem.embed import Embedder
+from ghostmem.records import MessageRecord, Platform, Role
+from langchain_core.chat_history import BaseChatMessageHistory
+from langchain_core.messages import BaseMessage, message_to_dict, messages_from_dict
+
+PLATFORM: Platform = "langchain"
+_ROLES: dict[str, Role] = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"}
+
+
+class GhostMemChatMessageHistory(BaseChatMessageHistory):
+    """A LangChain chat history stored as a conversation in ghostmem's personal memory.
+
+    Every message added is committed at once (and embedded), so ``search_personal_memory`` and
+    ``list_recent_conversations`` find the conversation right after. Works with ``RunnableWithMessageHistory``.
+
+    Example::
+
+        history = GhostMemChatMessageHistory("support-42", GhostMem(), owner="alice", project="webapp")
+        history.add_user_message("The nightly export fails with a timeout")
+
+    Args:
+        session_id: the conversation's ``conv_id`` in ghostmem.
+        store: a :class:`~ghostmem.GhostMem`, a DSN, or ``None`` (embedded server / ``GHOSTMEM_DSN``).
+        owner: whose memory.
+        title: the conversation's title (default: its first user message).
+        project: the project the conversation is about (``list_project_conversations`` finds it by this).
+    """
+
+    def __init__(
+        self,
+        session_id: str,
+        store: GhostMem | str | None = None,
+        *,
+        owner: str | None = None,
+        title: str | None = None,
+        project: str | None = None,
+        embedder: Embedder | str | None = None,
+        binding: Binding | None = None,
+    ) -> None:
+        if not session_id or not session_id.strip():
+            raise ValueError("session_id must be a non-empty string")
+        self.session_id = session_id
+        self.binding = binding or Binding(store, owner=owner, embedder=embedder)
+        self.title = title
+        self.project = project
+
+    @property
+    def messages(self) -> list[BaseMessage]:  # type: ignore[override]
+        store = self.binding.store
+        with store.connection() as conn:
+            records = load_messages(conn, store.owner, self.session_id)
+        return [_from_record(r) for r in records]
+
+    async def aget_messages(self) -> list[BaseMessage]:
+        return await asyncio.to_thread(lambda: self.messages)
+
+    def add_messages(self, messages: Sequence[BaseMessage]) -> None:
+        store = self.binding.store
+        with store.connection() as conn:
+            append_messages(
+                conn,
+                store.owner,
+                self.session_id,
+                PLATFORM,
+                [_to_record(m) for m in messages],
+                embedder=store.embedder,
+                title=self.title,
+                project=self.project,
+            )
+
+    async def aadd_messages(self, messages: Sequence[BaseMessage]) -> None:
+        await asyncio.to_thread(self.add_messages, messages)
+
+    def clear(self) -> None:
+        store = self.binding.store
+        with store.connection() as conn:
+            delete_conversation(conn, store.owner, self.session_id)
+
+    async def aclear(self) -> None:
+        await asyncio.to_thread(self.clear)
+
+
+def _to_record(message: BaseMessage) -> MessageRecord:
+    # The message minus its text is kept in meta, so it comes back with its type, name and tool calls.
+    shape: dict[str, Any] = message_to_dict(message)
+    shape["data"] = {k: v for k, v in shape["data"].items() if k != "content"}
+    return MessageRecord(
+        native_id="",
+        role=_ROLES.get(message.type, "meta"),
+        text=message.text,
+        raw_role=message.type,
+        speaker=message.name,
+        meta={"langchain": shape},
+    )
+
+
+def _from_record(record: MessageRecord) -> BaseMessage:
+    shape = record.meta.get("langchain") or {"type": "human" if record.role == "user" else "ai", "data": {}}
+    return messages_from_dict([{"type": shape["type"], "data": {**shape["data"], "content": record.text}}])[0]

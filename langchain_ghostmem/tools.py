@@ -1,0 +1,143 @@
+"""One LangChain tool per ghostmem operation, generated from :data:`ghostmem.OPS`, and the toolkit that holds them.
+
+Nothing here restates a name, description or argument: each tool reads them from its :class:`~ghostmem.OpSpec`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from ghostmem import OPS, GhostMem, GhostMemError, OpSpec, get_op
+from ghostmem.binding import Binding
+from ghostmem.embed import Embedder
+from ghostmem.ops import format_validation_error
+from langchain_core.callbacks import AsyncCallbackManagerForToolRun, CallbackManagerForToolRun
+from langchain_core.tools import BaseTool, BaseToolkit, ToolException
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+
+class GhostMemTool(BaseTool):
+    """A ghostmem operation as a LangChain tool.
+
+    The model reads the rendered text; code reads the structured result as the tool message's ``artifact``.
+    Bad arguments and unknown ids come back to the model as one sentence it can act on (``status="error"``).
+
+    Args:
+        op: the operation's name, e.g. ``"search_personal_memory"``.
+        store: a :class:`~ghostmem.GhostMem`, a DSN, or ``None`` (embedded server / ``GHOSTMEM_DSN``).
+        owner: whose memory (fixed by the application, never chosen by the model).
+        current_project: binds the project ghost memories are read and written for.
+        binding: share one :class:`~ghostmem.binding.Binding` (its pools) between tools instead.
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    op: str
+    binding: Binding = Field(exclude=True, repr=False)
+    response_format: Literal["content", "content_and_artifact"] = "content_and_artifact"
+    handle_tool_error: bool | str | Any = True
+
+    def __init__(
+        self,
+        op: str,
+        store: GhostMem | str | None = None,
+        *,
+        owner: str | None = None,
+        current_project: str | None = None,
+        embedder: Embedder | str | None = None,
+        binding: Binding | None = None,
+        **kwargs: Any,
+    ) -> None:
+        spec = get_op(op)
+        binding = binding or Binding(store, owner=owner, current_project=current_project, embedder=embedder)
+        kwargs.setdefault("handle_validation_error", _validation_message(spec))
+        super().__init__(
+            op=spec.name,
+            binding=binding,
+            name=spec.name,
+            description=spec.description,
+            args_schema=binding.args_model(spec),
+            **kwargs,
+        )
+
+    @property
+    def spec(self) -> OpSpec[Any, Any]:
+        return get_op(self.op)
+
+    def _run(
+        self, run_manager: CallbackManagerForToolRun | None = None, **arguments: Any
+    ) -> tuple[str, BaseModel]:
+        try:
+            result = self.binding.run(self.spec, arguments)
+        except GhostMemError as exc:
+            raise ToolException(str(exc)) from exc
+        return result.text, result.data
+
+    async def _arun(
+        self, run_manager: AsyncCallbackManagerForToolRun | None = None, **arguments: Any
+    ) -> tuple[str, BaseModel]:
+        try:
+            result = await self.binding.arun(self.spec, arguments)
+        except GhostMemError as exc:
+            raise ToolException(str(exc)) from exc
+        return result.text, result.data
+
+
+def _validation_message(spec: OpSpec[Any, Any]) -> Any:
+    """LangChain validates against ``args_schema`` before ``_run``: answer in the same words ghostmem would."""
+
+    def message(exc: ValidationError) -> str:
+        return format_validation_error(spec.name, exc)
+
+    return message
+
+
+class GhostMemToolkit(BaseToolkit):
+    """Every ghostmem operation as a tool, bound to one owner (and optionally one project).
+
+    Example::
+
+        toolkit = GhostMemToolkit(GhostMem(), owner="alice", current_project="webapp")
+        agent = create_agent(model, tools=toolkit.get_tools())
+
+    Args:
+        store: a :class:`~ghostmem.GhostMem`, a DSN, or ``None`` (embedded server / ``GHOSTMEM_DSN``).
+        owner: whose memory the tools read and write.
+        current_project: when set, ghost-memory tools act for this project and the model cannot change it.
+        read_only: leave out the operations that write (``remember``, ``give_feedback``).
+        ops: only these operations (by name), in this order.
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    binding: Binding = Field(exclude=True, repr=False)
+    ops: tuple[str, ...]
+
+    def __init__(
+        self,
+        store: GhostMem | str | None = None,
+        *,
+        owner: str | None = None,
+        current_project: str | None = None,
+        embedder: Embedder | str | None = None,
+        read_only: bool = False,
+        ops: Sequence[str] | None = None,
+    ) -> None:
+        names = tuple(get_op(name).name for name in ops) if ops is not None else tuple(s.name for s in OPS)
+        if read_only:
+            names = tuple(name for name in names if not get_op(name).writes)
+        super().__init__(  # type: ignore[call-arg]  # pydantic fields of this subclass
+            binding=Binding(store, owner=owner, current_project=current_project, embedder=embedder),
+            ops=names,
+        )
+
+    def get_tools(self) -> list[BaseTool]:
+        return [GhostMemTool(name, binding=self.binding) for name in self.ops]
+
+    def close(self) -> None:
+        """Close the sync pool (``await toolkit.aclose()`` closes the async one)."""
+        self.binding.close()
+
+    async def aclose(self) -> None:
+        await self.binding.aclose()

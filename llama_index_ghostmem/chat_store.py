@@ -1,0 +1,130 @@
+"""Live capture of LlamaIndex conversations into personal memory (platform ``llamaindex``).
+
+Each chat store key is a conversation (its ``conv_id``); every change is committed and embedded at once, so
+``search_personal_memory`` and ``list_recent_conversations`` find it right after.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ghostmem import GhostMem
+from ghostmem.binding import Binding
+from ghostmem.capture import conversation_ids, delete_conversation, load_messages, save_messages
+from ghostmem.embed import Embedder
+from ghostmem.records import MessageRecord, Platform, Role
+from llama_index.core.llms import ChatMessage, MessageRole
+from llama_index.core.storage.chat_store.base import BaseChatStore
+from pydantic import ConfigDict, Field
+from pydantic_core import to_jsonable_python
+
+PLATFORM: Platform = "llamaindex"
+_ROLES: dict[str, Role] = {
+    MessageRole.USER.value: "user",
+    MessageRole.ASSISTANT.value: "assistant",
+    MessageRole.CHATBOT.value: "assistant",
+    MessageRole.MODEL.value: "assistant",
+    MessageRole.SYSTEM.value: "system",
+    MessageRole.DEVELOPER.value: "system",
+    MessageRole.TOOL.value: "tool",
+    MessageRole.FUNCTION.value: "tool",
+}
+
+
+class GhostMemChatStore(BaseChatStore):
+    """A LlamaIndex chat store kept in ghostmem's personal memory (use it with ``ChatMemoryBuffer``).
+
+    Example::
+
+        store = GhostMemChatStore(GhostMem(), owner="alice", project="webapp")
+        memory = ChatMemoryBuffer.from_defaults(chat_store=store, chat_store_key="support-42")
+
+    Args:
+        store: a :class:`~ghostmem.GhostMem`, a DSN, or ``None`` (embedded server / ``GHOSTMEM_DSN``).
+        owner: whose memory.
+        project: the project these conversations are about.
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    binding: Binding = Field(exclude=True, repr=False)
+    project: str | None = None
+
+    def __init__(
+        self,
+        store: GhostMem | str | None = None,
+        *,
+        owner: str | None = None,
+        project: str | None = None,
+        embedder: Embedder | str | None = None,
+        binding: Binding | None = None,
+    ) -> None:
+        binding = binding or Binding(store, owner=owner, embedder=embedder)
+        super().__init__(binding=binding, project=project)  # type: ignore[call-arg]  # pydantic fields
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "GhostMemChatStore"
+
+    def _records(self, key: str) -> list[MessageRecord]:
+        store = self.binding.store
+        with store.connection() as conn:
+            return load_messages(conn, store.owner, key)
+
+    def _save(self, key: str, records: list[MessageRecord]) -> None:
+        store = self.binding.store
+        with store.connection() as conn:
+            save_messages(
+                conn, store.owner, key, PLATFORM, records, embedder=store.embedder, project=self.project
+            )
+
+    def set_messages(self, key: str, messages: list[ChatMessage]) -> None:
+        self._save(key, [_to_record(m) for m in messages])
+
+    def get_messages(self, key: str) -> list[ChatMessage]:
+        return [_from_record(r) for r in self._records(key)]
+
+    def add_message(self, key: str, message: ChatMessage) -> None:
+        self._save(key, [*self._records(key), _to_record(message)])
+
+    def delete_messages(self, key: str) -> list[ChatMessage] | None:
+        records = self._records(key)
+        if not records:
+            return None
+        store = self.binding.store
+        with store.connection() as conn:
+            delete_conversation(conn, store.owner, key)
+        return [_from_record(r) for r in records]
+
+    def delete_message(self, key: str, idx: int) -> ChatMessage | None:
+        records = self._records(key)
+        if not 0 <= idx < len(records):
+            return None
+        removed = records.pop(idx)
+        self._save(key, records)
+        return _from_record(removed)
+
+    def delete_last_message(self, key: str) -> ChatMessage | None:
+        return self.delete_message(key, len(self._records(key)) - 1)
+
+    def get_keys(self) -> list[str]:
+        store = self.binding.store
+        with store.connection() as conn:
+            return conversation_ids(conn, store.owner, PLATFORM)
+
+
+def _to_record(message: ChatMessage) -> MessageRecord:
+    role = str(message.role.value)
+    extra: dict[str, Any] = to_jsonable_python(message.additional_kwargs, fallback=str)
+    return MessageRecord(
+        native_id="",
+        role=_ROLES.get(role, "meta"),
+        text=message.content or "",
+        raw_role=role,
+        meta={"llamaindex": {"role": role, "additional_kwargs": extra}},
+    )
+
+
+def _from_record(record: MessageRecord) -> ChatMessage:
+    shape = record.meta.get("llamaindex") or {"role": record.raw_role or record.role, "additional_kwargs": {}}
+    return ChatMessage(role=shape["role"], content=record.text, additional_kwargs=shape["additional_kwargs"])

@@ -1,0 +1,99 @@
+"""LlamaIndex retrievers over personal memory (conversations) and over ghost memories (learned rules)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ghostmem import GhostMem, get_op
+from ghostmem.binding import Binding, passages
+from ghostmem.embed import Embedder
+from ghostmem.records import Platform
+from llama_index.core.base.base_retriever import BaseRetriever
+from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+from pydantic import BaseModel
+
+SEARCH = get_op("search_personal_memory")
+GHOSTS = get_op("search_ghost_memories")
+
+
+class GhostMemRetriever(BaseRetriever):
+    """Past conversations as nodes: one per matching conversation, best first, scored by hybrid relevance.
+
+    A node's text is the conversation's best-matching messages (or its first message); its metadata the row
+    header fields (conv_id, platform, dates, title, project, topic, cluster, msg_count, intensity).
+
+    Example::
+
+        retriever = GhostMemRetriever(GhostMem(), owner="alice", similarity_top_k=5)
+        engine = RetrieverQueryEngine.from_args(retriever, llm=llm)
+    """
+
+    def __init__(
+        self,
+        store: GhostMem | str | None = None,
+        *,
+        owner: str | None = None,
+        embedder: Embedder | str | None = None,
+        binding: Binding | None = None,
+        similarity_top_k: int = 4,
+        days: int | None = None,
+        platform: Platform | None = None,
+        project: str | None = None,
+        include_library: bool = False,
+        **kwargs: Any,
+    ) -> None:
+        self.binding = binding or Binding(store, owner=owner, embedder=embedder)
+        self.arguments: dict[str, Any] = {
+            "limit": similarity_top_k,
+            "days": days,
+            "platform": platform,
+            "project": project,
+            "include_library": include_library,
+        }
+        super().__init__(**kwargs)
+
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        return _nodes(self.binding.run(SEARCH, {**self.arguments, "query": query_bundle.query_str}).data)
+
+    async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        result = await self.binding.arun(SEARCH, {**self.arguments, "query": query_bundle.query_str})
+        return _nodes(result.data)
+
+
+class GhostMemoryRetriever(BaseRetriever):
+    """Ghost memories (the rules an agent learned) as nodes, ranked and scored by ghostmem's formula.
+
+    Retrieving counts as using a memory (it raises its activation), exactly like the tool.
+    """
+
+    def __init__(
+        self,
+        store: GhostMem | str | None = None,
+        *,
+        owner: str | None = None,
+        current_project: str | None = None,
+        embedder: Embedder | str | None = None,
+        binding: Binding | None = None,
+        similarity_top_k: int = 4,
+        **kwargs: Any,
+    ) -> None:
+        self.binding = binding or Binding(
+            store, owner=owner, current_project=current_project, embedder=embedder
+        )
+        self.similarity_top_k = similarity_top_k
+        super().__init__(**kwargs)
+
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        arguments = {"query": query_bundle.query_str, "limit": self.similarity_top_k}
+        return _nodes(self.binding.run(GHOSTS, arguments).data)
+
+    async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        arguments = {"query": query_bundle.query_str, "limit": self.similarity_top_k}
+        return _nodes((await self.binding.arun(GHOSTS, arguments)).data)
+
+
+def _nodes(data: BaseModel) -> list[NodeWithScore]:
+    return [
+        NodeWithScore(node=TextNode(id_=p.id, text=p.text, metadata=p.metadata), score=p.score)
+        for p in passages(data)
+    ]
