@@ -1,0 +1,104 @@
+"""Data the adapter suites share: a few conversations on distinct subjects and a ghost memory, in one owner."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from ghostmem import GhostMem
+from ghostmem.records import ConversationRecord, MessageRecord
+from ghostmem.store import save_conversation
+
+# name -> (project, [(role, text), ...]); the words are distinct so each question has one right answer.
+CONVERSATIONS: dict[str, tuple[str | None, list[tuple[str, str]]]] = {
+    "deploy": (
+        "/home/dev/webapp",
+        [
+            (
+                "user",
+                "The nightly deploy of the webapp fails: the database migrations run after the integration tests.",
+            ),
+            (
+                "assistant",
+                "Move the migrate step before the test step in the CI pipeline so the schema exists.",
+            ),
+            ("user", "Done, the pipeline is green again."),
+        ],
+    ),
+    "vault": (
+        "/home/dev/infra",
+        [
+            ("user", "How do I rotate the vault tokens for the staging cluster?"),
+            ("assistant", "Renew them with the periodic role and restart the vault agents afterwards."),
+        ],
+    ),
+    "carbonara": (
+        None,
+        [
+            ("user", "Give me a carbonara recipe with guanciale and pecorino."),
+            (
+                "assistant",
+                "Fry the guanciale, whisk eggs with pecorino, toss with the spaghetti off the heat.",
+            ),
+        ],
+    ),
+    "kaiwa": (
+        None,
+        [
+            ("user", "会話の履歴を検索する方法を教えてください。"),
+            ("assistant", "全文検索とベクトル検索を組み合わせて会話を探します。"),
+        ],
+    ),
+}
+
+RULE = "Always run the database migrations before the integration tests."
+
+
+def seed_conversations(gm: GhostMem, platform: str = "claude_code") -> dict[str, str]:
+    """Store :data:`CONVERSATIONS` (recent, one hour apart) for ``gm``'s owner; returns name -> conv_id."""
+    now = datetime.now(UTC)
+    ids: dict[str, str] = {}
+    with gm.connection() as conn:
+        for n, (name, (project, turns)) in enumerate(CONVERSATIONS.items()):
+            start = now - timedelta(hours=n + 1)
+            record = ConversationRecord(
+                conv_id=f"conv-{name}",
+                platform=platform,  # type: ignore[arg-type]
+                project=project,
+                messages=[
+                    MessageRecord(native_id=str(i), role=role, text=text, ts=start + timedelta(minutes=i))  # type: ignore[arg-type]
+                    for i, (role, text) in enumerate(turns)
+                ],
+            )
+            save_conversation(conn, gm.owner, "personal", record, embedder=gm.embedder)
+            ids[name] = record.conv_id
+    return ids
+
+
+def seed_rule(gm: GhostMem, content: str = RULE) -> int:
+    """Store one ghost memory; returns its memory_id."""
+    return int(gm.run("remember", {"content": content}).data.memory.memory_id)
+
+
+def counts(gm: GhostMem) -> tuple[object, ...]:
+    """A fingerprint of what the owner stored: rows and checksums of conversations, messages and ghost memories.
+
+    Ghost-memory usage counters are left out: a search counting as use is the ranking's design, not a write.
+    """
+    with gm.connection() as conn:
+        row = conn.execute(
+            """
+            SELECT (SELECT count(*) FROM ghostmem.conversations WHERE owner = %(o)s),
+                   (SELECT md5(coalesce(string_agg(concat_ws('|', conv_id, title, project, msg_count), '/'
+                                                   ORDER BY conv_id), ''))
+                      FROM ghostmem.conversations WHERE owner = %(o)s),
+                   (SELECT md5(coalesce(string_agg(text, '|' ORDER BY id), ''))
+                      FROM ghostmem.messages WHERE owner = %(o)s),
+                   (SELECT md5(coalesce(string_agg(concat_ws('|', memory_id, content, scope, project, endorsements,
+                                                             corrections, incidents_prevented, prediction_errors),
+                                                   '/' ORDER BY memory_id), ''))
+                      FROM agent.ghost_memories WHERE owner = %(o)s)
+            """,
+            {"o": gm.owner},
+        ).fetchone()
+    assert row is not None
+    return tuple(row)

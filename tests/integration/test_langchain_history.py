@@ -1,0 +1,79 @@
+"""Live capture: a LangChain conversation recorded by GhostMemChatMessageHistory is memory at once."""
+
+from __future__ import annotations
+
+import pytest
+from ghostmem import GhostMem
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+
+from langchain_ghostmem import GhostMemChatMessageHistory, GhostMemTool
+
+pytestmark = pytest.mark.db
+
+
+def test_recorded_conversation_is_searchable_and_listed_right_after(gm: GhostMem) -> None:
+    history = GhostMemChatMessageHistory("lc-session-1", gm, project="/srv/billing")
+    history.add_user_message(
+        "Our invoice generator crashes on leap years, February 29 breaks the date parser."
+    )
+    history.add_ai_message("Use a calendar-aware date library instead of splitting the string by hand.")
+
+    found = gm.search_personal_memory(query="invoice leap year date parser")
+    assert found.data.rows[0].conv_id == "lc-session-1"
+    assert found.data.rows[0].platform == "langchain"
+    recent = gm.list_recent_conversations(days=1)
+    assert [r.conv_id for r in recent.data.rows] == ["lc-session-1"]
+    assert recent.data.rows[0].msg_count == 2
+    assert gm.list_project_conversations(project="billing").data.rows[0].conv_id == "lc-session-1"
+    # The model-facing tools see it too.
+    text = GhostMemTool("search_personal_memory", gm).invoke({"query": "leap years"})
+    assert "[lc-session-1 | langchain |" in text
+
+
+def test_messages_round_trip_in_order_with_their_types(gm: GhostMem) -> None:
+    history = GhostMemChatMessageHistory("lc-session-2", gm)
+    sent = [
+        SystemMessage("You are terse."),
+        HumanMessage("What is 2+2?", name="ana"),
+        AIMessage("", tool_calls=[{"name": "calc", "args": {"expr": "2+2"}, "id": "t1"}]),
+        ToolMessage("4", tool_call_id="t1"),
+        AIMessage("4"),
+    ]
+    history.add_messages(sent[:2])
+    history.add_messages(sent[2:])
+    got = history.messages
+    assert [type(m) for m in got] == [type(m) for m in sent]
+    assert [m.content for m in got] == [m.content for m in sent]
+    assert got[1].name == "ana"
+    assert got[2].tool_calls[0]["args"] == {"expr": "2+2"}
+    assert got[3].tool_call_id == "t1"
+    # A second history on the same session reads what the first wrote (state lives in Postgres).
+    assert len(GhostMemChatMessageHistory("lc-session-2", gm).messages) == 5
+
+
+def test_clear_removes_the_conversation(gm: GhostMem) -> None:
+    history = GhostMemChatMessageHistory("lc-session-3", gm)
+    history.add_user_message("remember the blue whale")
+    history.clear()
+    assert history.messages == []
+    assert gm.list_recent_conversations(days=1).data.rows == []
+
+
+def test_ignore_marker_keeps_a_conversation_out(gm: GhostMem) -> None:
+    history = GhostMemChatMessageHistory("lc-private", gm)
+    history.add_user_message("ghostmem:ignore this one is private")
+    assert history.messages == []
+    assert gm.list_recent_conversations(days=1).data.rows == []
+
+
+async def test_async_methods(gm: GhostMem) -> None:
+    history = GhostMemChatMessageHistory("lc-session-4", gm)
+    await history.aadd_messages([HumanMessage("async hello"), AIMessage("async hi")])
+    assert [m.content for m in await history.aget_messages()] == ["async hello", "async hi"]
+    await history.aclear()
+    assert await history.aget_messages() == []
+
+
+def test_empty_session_id_is_refused(gm: GhostMem) -> None:
+    with pytest.raises(ValueError, match="session_id"):
+        GhostMemChatMessageHistory("  ", gm)
