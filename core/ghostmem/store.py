@@ -1,28 +1,53 @@
 """The one write path into personal memory: every importer and live capture calls :func:`save_conversation`.
 
 It is the chokepoint where secrets are redacted, ``ghostmem:ignore`` conversations and forgotten ids are dropped,
-messages are upserted by native id (a re-import never duplicates), and new conversational text is embedded.
+messages are upserted by native id (a re-import never duplicates), and new conversational text is embedded —
+through a cache keyed by model and content hash, so the same text is never embedded twice.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from psycopg import Connection
 from psycopg.types.json import Jsonb
 
 from ghostmem.embed import Embedder
-from ghostmem.records import CONVERSATIONAL_ROLES, ConversationRecord
+from ghostmem.records import CONVERSATIONAL_ROLES, ConversationRecord, MessageRecord
+from ghostmem.redact import redact
+
+logger = logging.getLogger(__name__)
 
 IGNORE_MARKER = "ghostmem:ignore"
+
+# How sure an importer is of a title (``record.meta["title_rank"]``): a better source replaces a worse one; among
+# equals a platform title or a summary is replaced by a newer one, a first-prompt title never is.
+TITLE_FROM_PROMPT = 1
+TITLE_FROM_SUMMARY = 2
+TITLE_FROM_PLATFORM = 3
+
+# Embedding: the model reads ~256 tokens, so longer text is cut before hashing and embedding; tiny texts ("ok")
+# carry no meaning worth a vector.
+EMBED_CHARS = 2000
+EMBED_MIN_CHARS = 3
+# Tool output and other non-conversational text is stored for lexical search but bounded: a 5 MB log line would
+# only slow every index down.
+MAX_TOOL_TEXT_CHARS = 20_000
+MAX_TEXT_CHARS = 200_000
 
 
 @dataclass(slots=True)
 class SaveResult:
     created: bool = False
+    updated: bool = False
     messages_new: int = 0
+    messages_changed: int = 0
+    embedded: int = 0
     skipped: str | None = None  # why nothing was stored: "ignored" | "forgotten"
 
 
@@ -30,68 +55,198 @@ def content_hash(text: str) -> bytes:
     return hashlib.sha256(text.encode("utf-8")).digest()
 
 
+def embeddable(text: str) -> str | None:
+    """The part of a message's text that is embedded, or None when it is not worth a vector."""
+    stripped = text.strip()
+    if len(stripped) < EMBED_MIN_CHARS:
+        return None
+    return stripped[:EMBED_CHARS]
+
+
+def is_ignored(record: ConversationRecord) -> bool:
+    """True when the conversation carries the ``ghostmem:ignore`` marker anywhere."""
+    return IGNORE_MARKER in (record.title or "") or any(IGNORE_MARKER in m.text for m in record.messages)
+
+
+def _bounded(msg: MessageRecord) -> str:
+    limit = MAX_TEXT_CHARS if msg.role in CONVERSATIONAL_ROLES else MAX_TOOL_TEXT_CHARS
+    text = msg.text.replace("\x00", "")  # Postgres text cannot hold NUL
+    return text if len(text) <= limit else text[:limit]
+
+
+def _choose_title(old: str | None, old_rank: int, new: str | None, new_rank: int) -> tuple[str | None, int]:
+    if new and (new_rank > old_rank or (new_rank == old_rank and new_rank >= TITLE_FROM_SUMMARY) or not old):
+        return new, max(new_rank, old_rank) if old else new_rank
+    return old, old_rank
+
+
+def _earliest(a: datetime | None, b: datetime | None) -> datetime | None:
+    return min(a, b) if a and b else a or b
+
+
+def _latest(a: datetime | None, b: datetime | None) -> datetime | None:
+    return max(a, b) if a and b else a or b
+
+
 def save_conversation(
-    conn: Connection[Any], owner: str, tier: str, record: ConversationRecord, *, embedder: Embedder | None
+    conn: Connection[Any],
+    owner: str,
+    tier: str,
+    record: ConversationRecord,
+    *,
+    embedder: Embedder | None,
+    append: bool = False,
 ) -> SaveResult:
-    """Upsert one conversation and its messages in the caller's transaction."""
-    if any(IGNORE_MARKER in m.text for m in record.messages) or IGNORE_MARKER in (record.title or ""):
+    """Upsert one conversation and its messages in the caller's transaction.
+
+    Args:
+        conn: a connection inside a transaction (the per-conversation advisory lock lasts until it ends).
+        record: what an importer read. ``record.meta["title_rank"]`` says how good its title is (see
+            ``TITLE_FROM_*``; a titled record without it counts as a platform title).
+        embedder: embeds new conversational text now; None leaves it for :func:`embed_pending`.
+        append: the messages continue the stored conversation (an importer that read only the new lines of a
+            file): they are numbered after the stored ones and never overwrite a stored message of the same id.
+    """
+    if is_ignored(record):
         return SaveResult(skipped="ignored")
-    forgotten = conn.execute(
+    key = (owner, tier, record.conv_id)
+    # Two imports of the same conversation at once take turns here, so neither duplicates nor interleaves.
+    conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", ("\x1f".join(key),))
+    if conn.execute(
         "SELECT 1 FROM ghostmem.forgotten WHERE owner = %s AND conv_id = %s", (owner, record.conv_id)
-    ).fetchone()
-    if forgotten:
+    ).fetchone():
         return SaveResult(skipped="forgotten")
-    created = conn.execute(
-        """
-        INSERT INTO ghostmem.conversations AS c
-            (owner, tier, conv_id, platform, parent_conv_id, title, project, started_at, ended_at, source, meta)
-        VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
-        ON CONFLICT (owner, tier, conv_id) DO UPDATE SET
-            title = COALESCE(EXCLUDED.title, c.title),
-            project = COALESCE(EXCLUDED.project, c.project),
-            started_at = LEAST(c.started_at, EXCLUDED.started_at),
-            ended_at = GREATEST(c.ended_at, EXCLUDED.ended_at),
-            source = COALESCE(EXCLUDED.source, c.source),
-            meta = c.meta || EXCLUDED.meta,
-            updated_at = now()
-        RETURNING (xmax = 0) AS created
-        """,
-        (
-            owner, tier, record.conv_id, record.platform, record.parent_conv_id, record.title, record.project,
-            record.started_at, record.ended_at, record.source, Jsonb(record.meta),
-        ),
-    ).fetchone()  # fmt: skip
-    new = 0
-    to_embed: list[tuple[int, str]] = []
-    for seq, msg in enumerate(record.messages):
-        row = conn.execute(
+    created, updated = _upsert_conversation(conn, owner, tier, record)
+    rows = _upsert_messages(conn, owner, tier, record, append=append)
+    result = SaveResult(
+        created=created,
+        updated=updated or (not created and bool(rows)),
+        messages_new=sum(1 for r in rows if r[1]),
+        messages_changed=sum(1 for r in rows if not r[1]),
+    )
+    if embedder is not None:
+        result.embedded = embed_messages(
+            conn, embedder, [(r[0], r[2]) for r in rows if r[3] in CONVERSATIONAL_ROLES]
+        )
+    if created or result.updated:
+        _refresh_counts(conn, owner, tier, record.conv_id)
+    return result
+
+
+def _upsert_conversation(
+    conn: Connection[Any], owner: str, tier: str, record: ConversationRecord
+) -> tuple[bool, bool]:
+    """(created, updated) — the row is written only when something in it changes."""
+    title = redact(" ".join(record.title.split())) if record.title else None
+    rank = int(record.meta.get("title_rank", TITLE_FROM_PLATFORM if title else 0))
+    old = conn.execute(
+        "SELECT title, project, parent_conv_id, started_at, ended_at, source, meta FROM ghostmem.conversations"
+        " WHERE owner = %s AND tier = %s AND conv_id = %s",
+        (owner, tier, record.conv_id),
+    ).fetchone()
+    if old is None:
+        conn.execute(
             """
-            INSERT INTO ghostmem.messages AS m
-                (owner, tier, conv_id, seq, native_id, role, raw_role, speaker, text, ts, platform, project,
-                 content_hash, meta)
-            VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
-            ON CONFLICT (owner, tier, conv_id, native_id) DO UPDATE SET
-                seq = EXCLUDED.seq, role = EXCLUDED.role, text = EXCLUDED.text, ts = EXCLUDED.ts,
-                speaker = EXCLUDED.speaker, content_hash = EXCLUDED.content_hash,
-                embedding = CASE WHEN m.content_hash = EXCLUDED.content_hash THEN m.embedding END
-            RETURNING id, (xmax = 0) AS created, embedding IS NULL AS needs_embedding
+            INSERT INTO ghostmem.conversations
+                (owner, tier, conv_id, platform, parent_conv_id, title, project, started_at, ended_at, source, meta)
+            VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
             """,
             (
-                owner, tier, record.conv_id, seq, msg.native_id, msg.role, msg.raw_role, msg.speaker, msg.text,
-                msg.ts, record.platform, record.project, content_hash(msg.text), Jsonb(msg.meta),
+                owner, tier, record.conv_id, record.platform, record.parent_conv_id, title, record.project,
+                record.started_at, record.ended_at, record.source,
+                Jsonb({**record.meta, "title_rank": rank if title else 0}),
             ),
-        ).fetchone()  # fmt: skip
-        assert row is not None
-        new += int(row[1])
-        if row[2] and msg.role in CONVERSATIONAL_ROLES and msg.text.strip():
-            to_embed.append((row[0], msg.text))
-    if embedder is not None and to_embed:
-        vectors = embedder.embed_documents([text for _, text in to_embed])
-        with conn.cursor() as cur:
-            cur.executemany(
-                "UPDATE ghostmem.messages SET embedding = %s::vector WHERE id = %s",
-                [(str(vec), msg_id) for (msg_id, _), vec in zip(to_embed, vectors, strict=True)],
-            )
+        )  # fmt: skip
+        return True, False
+    old_title, old_project, old_parent, old_start, old_end, old_source, old_meta = old
+    new_title, new_rank = _choose_title(old_title, int(old_meta.get("title_rank", 0)), title, rank)
+    new = (
+        new_title,
+        record.project or old_project,
+        record.parent_conv_id or old_parent,
+        _earliest(old_start, record.started_at),
+        _latest(old_end, record.ended_at),
+        record.source or old_source,
+        {**old_meta, **record.meta, "title_rank": new_rank},
+    )
+    if new == tuple(old):
+        return False, False
+    conn.execute(
+        """
+        UPDATE ghostmem.conversations SET title = %s, project = %s, parent_conv_id = %s, started_at = %s,
+            ended_at = %s, source = %s, meta = %s, updated_at = now()
+        WHERE owner = %s AND tier = %s AND conv_id = %s
+        """,
+        (*new[:6], Jsonb(new[6]), owner, tier, record.conv_id),
+    )
+    if new[1] != old_project:
+        conn.execute(
+            "UPDATE ghostmem.messages SET project = %s WHERE owner = %s AND tier = %s AND conv_id = %s",
+            (new[1], owner, tier, record.conv_id),
+        )
+    return False, True
+
+
+def _upsert_messages(
+    conn: Connection[Any], owner: str, tier: str, record: ConversationRecord, *, append: bool
+) -> list[tuple[int, bool, str, str]]:
+    """Insert new messages, update changed ones; returns (id, created, text, role) of every row written."""
+    seen: set[str] = set()
+    messages = []
+    for msg in record.messages:
+        if msg.native_id not in seen:  # a native id twice in one record: the first wins
+            seen.add(msg.native_id)
+            messages.append(msg)
+    if not messages:
+        return []
+    base = 0
+    if append:
+        row = conn.execute(
+            "SELECT COALESCE(max(seq) + 1, 0) FROM ghostmem.messages WHERE owner = %s AND tier = %s AND conv_id = %s",
+            (owner, tier, record.conv_id),
+        ).fetchone()
+        base = int(row[0]) if row else 0
+    texts = [redact(_bounded(m)) for m in messages]
+    conflict = (
+        "DO NOTHING"
+        if append
+        else """DO UPDATE SET seq = EXCLUDED.seq, role = EXCLUDED.role, raw_role = EXCLUDED.raw_role,
+                speaker = EXCLUDED.speaker, text = EXCLUDED.text, ts = EXCLUDED.ts, meta = EXCLUDED.meta,
+                content_hash = EXCLUDED.content_hash,
+                embedding = CASE WHEN m.content_hash = EXCLUDED.content_hash THEN m.embedding END
+            WHERE (m.seq, m.role, m.raw_role, m.speaker, m.content_hash, m.ts, m.meta)
+                IS DISTINCT FROM (EXCLUDED.seq, EXCLUDED.role, EXCLUDED.raw_role, EXCLUDED.speaker,
+                                  EXCLUDED.content_hash, EXCLUDED.ts, EXCLUDED.meta)"""
+    )
+    cur = conn.execute(
+        f"""
+        INSERT INTO ghostmem.messages AS m
+            (owner, tier, conv_id, seq, native_id, role, raw_role, speaker, text, ts, platform, project,
+             content_hash, meta)
+        SELECT %s, %s, %s, u.seq, u.native_id, u.role, u.raw_role, u.speaker, u.text, u.ts, %s, %s, u.hash, u.meta
+        FROM unnest(%s::int[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[], %s::timestamptz[],
+                    %s::bytea[], %s::jsonb[])
+            AS u(seq, native_id, role, raw_role, speaker, text, ts, hash, meta)
+        ON CONFLICT (owner, tier, conv_id, native_id) {conflict}
+        RETURNING id, (xmax = 0), text, role
+        """,  # noqa: S608 - only the constant conflict clause is formatted in
+        (
+            owner, tier, record.conv_id, record.platform, record.project,
+            [base + i for i in range(len(messages))],
+            [m.native_id for m in messages],
+            [m.role for m in messages],
+            [m.raw_role for m in messages],
+            [m.speaker for m in messages],
+            texts,
+            [m.ts for m in messages],
+            [content_hash(t) for t in texts],
+            [Jsonb(m.meta) for m in messages],
+        ),
+    )  # fmt: skip
+    return [(r[0], bool(r[1]), r[2], r[3]) for r in cur.fetchall()]
+
+
+def _refresh_counts(conn: Connection[Any], owner: str, tier: str, conv_id: str) -> None:
     conn.execute(
         """
         UPDATE ghostmem.conversations c SET
@@ -102,11 +257,100 @@ def save_conversation(
         FROM (
             SELECT count(*) FILTER (WHERE role IN ('user', 'assistant')) AS n,
                    min(ts) AS first_ts, max(ts) AS last_ts,
-                   (array_agg(left(text, 300) ORDER BY seq) FILTER (WHERE role = 'user'))[1] AS first_text
+                   COALESCE((array_agg(left(text, 300) ORDER BY seq) FILTER (WHERE role = 'user'))[1],
+                            (array_agg(left(text, 300) ORDER BY seq) FILTER (WHERE role = 'assistant'))[1])
+                       AS first_text
             FROM ghostmem.messages WHERE owner = %s AND tier = %s AND conv_id = %s
         ) s
         WHERE c.owner = %s AND c.tier = %s AND c.conv_id = %s
         """,
-        (owner, tier, record.conv_id, owner, tier, record.conv_id),
+        (owner, tier, conv_id, owner, tier, conv_id),
     )
-    return SaveResult(created=bool(created and created[0]), messages_new=new)
+
+
+def embed_messages(conn: Connection[Any], embedder: Embedder, rows: Iterable[tuple[int, str]]) -> int:
+    """Give messages (id, text) their vectors; each distinct text is embedded once, ever (cache by hash).
+
+    Returns how many messages got a vector. Texts not worth embedding are left without one.
+    """
+    ids: list[int] = []
+    hashes: list[bytes] = []
+    texts: dict[bytes, str] = {}
+    for msg_id, text in rows:
+        cut = embeddable(text)
+        if cut is None:
+            continue
+        digest = content_hash(cut)
+        ids.append(msg_id)
+        hashes.append(digest)
+        texts.setdefault(digest, cut)
+    if not ids:
+        return 0
+    cached = {
+        r[0]
+        for r in conn.execute(
+            "SELECT content_hash FROM ghostmem.embedding_cache WHERE model = %s AND content_hash = ANY(%s)",
+            (embedder.name, list(texts)),
+        )
+    }
+    missing = [h for h in texts if h not in cached]
+    if missing:
+        vectors = embedder.embed_documents([texts[h] for h in missing])
+        conn.execute(
+            """
+            INSERT INTO ghostmem.embedding_cache (model, content_hash, embedding)
+            SELECT %s, u.h, u.v::vector FROM unnest(%s::bytea[], %s::text[]) AS u(h, v)
+            ON CONFLICT DO NOTHING
+            """,
+            (embedder.name, missing, [_vector_literal(v) for v in vectors]),
+        )
+    conn.execute(
+        """
+        UPDATE ghostmem.messages m SET embedding = c.embedding
+        FROM unnest(%s::bigint[], %s::bytea[]) AS u(id, h)
+        JOIN ghostmem.embedding_cache c ON c.model = %s AND c.content_hash = u.h
+        WHERE m.id = u.id
+        """,
+        (ids, hashes, embedder.name),
+    )
+    return len(ids)
+
+
+def _vector_literal(vec: Sequence[float]) -> str:
+    return "[" + ",".join(repr(float(x)) for x in vec) + "]"
+
+
+def embed_pending(
+    conn: Connection[Any],
+    owner: str,
+    embedder: Embedder,
+    *,
+    tier: str | None = None,
+    batch_size: int = 256,
+    progress: Callable[[int], None] | None = None,
+) -> int:
+    """Embed every conversational message still without a vector, committing batch by batch.
+
+    ``conn`` must be in autocommit mode (each batch is its own transaction, so an interrupted run keeps what it
+    did). Returns the number of messages embedded.
+    """
+    done = 0
+    last_id = 0
+    while True:
+        with conn.transaction():
+            rows = conn.execute(
+                """
+                SELECT id, text FROM ghostmem.messages
+                WHERE owner = %s AND (%s::text IS NULL OR tier = %s) AND id > %s
+                  AND embedding IS NULL AND role IN ('user', 'assistant')
+                ORDER BY id LIMIT %s
+                """,
+                (owner, tier, tier, last_id, batch_size),
+            ).fetchall()
+            if not rows:
+                return done
+            last_id = rows[-1][0]
+            count = embed_messages(conn, embedder, rows)
+        done += count
+        if progress is not None:
+            progress(len(rows))

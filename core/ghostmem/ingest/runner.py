@@ -1,0 +1,410 @@
+"""The import loop: sources → parsers → :func:`ghostmem.store.save_conversation`, incremental and resumable.
+
+Per source file, ``ghostmem.import_state`` remembers size, mtime, the offset of the last complete line (append-only
+JSONL) or a content hash (whole documents), so unchanged files are not read and grown transcripts are read from
+where the last run stopped. Each conversation is committed on its own; a file's state is written once the file is
+done, so a killed run re-reads that file and the upserts (by native id) make the second pass add nothing twice.
+Concurrent imports serialise per file and per conversation on advisory locks.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import logging
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import psycopg
+from psycopg import Connection
+from psycopg.types.json import Jsonb
+
+from ghostmem.errors import InvalidArgument
+from ghostmem.ingest import chatgpt, claude_ai, claude_code, codex, cursor, gemini, generic
+from ghostmem.ingest.common import Item, Parsed, Problem, TitleHint
+from ghostmem.ingest.report import ImportReport
+from ghostmem.ingest.sources import Source, default_locations, iter_sources, stat_of
+from ghostmem.records import TIERS
+from ghostmem.redact import redact
+from ghostmem.store import IGNORE_MARKER, TITLE_FROM_SUMMARY, embed_pending, save_conversation
+
+if TYPE_CHECKING:
+    from ghostmem.client import GhostMem
+
+logger = logging.getLogger(__name__)
+
+Parser = Callable[[Source, dict[str, Any]], Iterator[Item]]
+PARSERS: dict[str, Parser] = {
+    "generic": generic.parse,
+    "claude_code": claude_code.parse,
+    "codex": codex.parse,
+    "gemini": gemini.parse,
+    "chatgpt": chatgpt.parse,
+    "claude_ai": claude_ai.parse,
+    "cursor": cursor.parse,
+}
+_HEAD_BYTES = 4096
+_ENRICH_BATCH = 500
+
+
+def check_tier(tier: str) -> None:
+    if tier not in TIERS:
+        raise InvalidArgument(f"unknown tier {tier!r}: use one of {', '.join(TIERS)}")
+
+
+@contextmanager
+def autocommit(conn: Connection[Any]) -> Iterator[Connection[Any]]:
+    """The connection in autocommit mode (each ``conn.transaction()`` block commits on its own), then restored."""
+    previous = conn.autocommit
+    conn.autocommit = True
+    try:
+        yield conn
+    finally:
+        conn.autocommit = previous
+
+
+def import_paths(
+    gm: GhostMem,
+    paths: Sequence[str | Path] | None,
+    *,
+    tier: str = "personal",
+    embed: bool = True,
+    progress: bool = False,
+    enrich: bool = True,
+) -> ImportReport:
+    """Import conversations from files, folders and export zips (every platform's usual place when ``paths`` is None).
+
+    Args:
+        embed: embed new conversational text after the import (False: lexical search only until ``ghostmem embed``).
+        progress: show a progress bar on the terminal.
+        enrich: refresh intensity, conversation vectors and clusters of what changed.
+    """
+    check_tier(tier)
+    report = ImportReport()
+    targets = [Path(p).expanduser() for p in paths] if paths is not None else default_locations()
+    with gm.connection() as conn, autocommit(conn):
+        started = time.perf_counter()
+        seen = {
+            r[0]: (r[1], r[2])
+            for r in conn.execute(
+                "SELECT path, size, mtime_ns FROM ghostmem.import_state WHERE owner = %s AND tier = %s",
+                (gm.owner, tier),
+            )
+        }
+
+        def unchanged(key: str, size: int, mtime_ns: int) -> bool:
+            if seen.get(key) == (size, mtime_ns):
+                report.files_unchanged += 1
+                return True
+            return False
+
+        def skipped(problem: Problem) -> None:
+            report.files_skipped += 1
+            report.problems.append(problem)
+
+        sources = list(iter_sources(targets, skipped, unchanged))
+        with _bar(progress) as bar:
+            task = bar.add_task("importing", total=len(sources)) if bar else None
+            for source in sources:
+                if bar is not None and task is not None:
+                    bar.update(task, description=f"{source.platform} {source.path.name}"[:60])
+                _import_source(conn, gm.owner, tier, source, report)
+                if bar is not None and task is not None:
+                    bar.advance(task)
+        report.seconds_import = time.perf_counter() - started
+        if embed:
+            started = time.perf_counter()
+            report.messages_embedded = embed_all(conn, gm, tier=tier, progress=progress)
+            report.seconds_embed = time.perf_counter() - started
+        if enrich:
+            refresh(conn, gm.owner, tier, sorted(report.conv_ids), recluster_if_needed=True)
+    return report
+
+
+def _import_source(
+    conn: Connection[Any], owner: str, tier: str, source: Source, report: ImportReport
+) -> None:
+    lock = "\x1f".join(("file", owner, tier, source.key))
+    conn.execute("SELECT pg_advisory_lock(hashtextextended(%s, 0))", (lock,))
+    try:
+        try:
+            size, mtime_ns = stat_of(source)
+        except OSError as exc:
+            report.files_skipped += 1
+            report.problems.append(Problem(source.label, 0, f"cannot read: {exc}"))
+            return
+        row = conn.execute(
+            'SELECT size, mtime_ns, "offset", hash, state FROM ghostmem.import_state'
+            " WHERE owner = %s AND tier = %s AND path = %s",
+            (owner, tier, source.key),
+        ).fetchone()
+        if row is not None and (row[0], row[1]) == (size, mtime_ns):
+            report.files_unchanged += 1  # another import did it while we waited for the lock
+            return
+        state: dict[str, Any] = {}
+        digest: str | None = None
+        if source.kind == "append":
+            if row is not None and size >= row[2] and row[3] == _head_hash(source, min(row[2], _HEAD_BYTES)):
+                state = dict(row[4])  # the file grew: read on from the last complete line
+        else:
+            digest = _full_hash(source)
+            if row is not None and row[3] == digest:
+                _save_state(conn, owner, tier, source.key, size, mtime_ns, size, digest, dict(row[4]))
+                report.files_unchanged += 1
+                return
+        for item in PARSERS[source.platform](source, state):
+            _handle(conn, owner, tier, source, item, report)
+        if source.kind == "append":
+            digest = _head_hash(source, min(int(state.get("offset", 0)), _HEAD_BYTES))
+        _save_state(
+            conn, owner, tier, source.key, size, mtime_ns, int(state.get("offset", size)), digest, state
+        )
+        report.files_read += 1
+    finally:
+        conn.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", (lock,))
+
+
+def _handle(
+    conn: Connection[Any], owner: str, tier: str, source: Source, item: Item, report: ImportReport
+) -> None:
+    if isinstance(item, Problem):
+        report.problems.append(item)
+    elif isinstance(item, TitleHint):
+        with conn.transaction():
+            report.conv_ids.update(_title_hint(conn, owner, tier, item))
+    elif isinstance(item, Parsed):
+        record = item.record
+        counts = report.counts(record.platform)
+        try:
+            with conn.transaction():
+                result = save_conversation(conn, owner, tier, record, embedder=None, append=item.append)
+                if result.skipped is None and item.line_ids:
+                    _apply_hints(conn, owner, tier, record.conv_id, item.line_ids)
+        except psycopg.DataError as exc:
+            report.problems.append(Problem(source.label, 0, f"conversation {record.conv_id}: {exc}"))
+            return
+        if result.skipped == "ignored":
+            counts.ignored += 1
+        elif result.skipped == "forgotten":
+            counts.forgotten += 1
+        elif result.created:
+            counts.conversations_new += 1
+        elif result.updated:
+            counts.conversations_updated += 1
+        else:
+            counts.conversations_unchanged += 1
+        counts.messages_new += result.messages_new
+        if result.created or result.updated:
+            report.conv_ids.add(record.conv_id)
+
+
+def _title_hint(conn: Connection[Any], owner: str, tier: str, hint: TitleHint) -> list[str]:
+    """Remember a summary title for a leaf and give it to the stored conversation that holds the leaf, if any."""
+    if IGNORE_MARKER in hint.title:
+        return []
+    title = redact(" ".join(hint.title.split()))
+    conn.execute(
+        """
+        INSERT INTO ghostmem.title_hints (owner, tier, leaf_id, title) VALUES (%s, %s, %s, %s)
+        ON CONFLICT (owner, tier, leaf_id) DO UPDATE SET title = EXCLUDED.title
+        """,
+        (owner, tier, hint.leaf_id, title),
+    )
+    rows = conn.execute(
+        """
+        UPDATE ghostmem.conversations c
+        SET title = %s, meta = c.meta || jsonb_build_object('title_rank', %s::int), updated_at = now()
+        FROM ghostmem.messages m
+        WHERE m.owner = %s AND m.tier = %s AND m.native_id = %s
+          AND c.owner = m.owner AND c.tier = m.tier AND c.conv_id = m.conv_id
+          AND COALESCE((c.meta ->> 'title_rank')::int, 0) <= %s AND c.title IS DISTINCT FROM %s
+        RETURNING c.conv_id
+        """,
+        (title, TITLE_FROM_SUMMARY, owner, tier, hint.leaf_id, TITLE_FROM_SUMMARY, title),
+    ).fetchall()
+    return [r[0] for r in rows]
+
+
+def _apply_hints(conn: Connection[Any], owner: str, tier: str, conv_id: str, line_ids: list[str]) -> None:
+    conn.execute(
+        """
+        UPDATE ghostmem.conversations c
+        SET title = h.title, meta = c.meta || jsonb_build_object('title_rank', %s::int)
+        FROM (SELECT title FROM ghostmem.title_hints
+              WHERE owner = %s AND tier = %s AND leaf_id = ANY(%s) LIMIT 1) h
+        WHERE c.owner = %s AND c.tier = %s AND c.conv_id = %s
+          AND COALESCE((c.meta ->> 'title_rank')::int, 0) <= %s AND c.title IS DISTINCT FROM h.title
+        """,
+        (TITLE_FROM_SUMMARY, owner, tier, line_ids, owner, tier, conv_id, TITLE_FROM_SUMMARY),
+    )
+
+
+def _save_state(
+    conn: Connection[Any],
+    owner: str,
+    tier: str,
+    key: str,
+    size: int,
+    mtime_ns: int,
+    offset: int,
+    digest: str | None,
+    state: dict[str, Any],
+) -> None:
+    conn.execute(
+        """
+        INSERT INTO ghostmem.import_state (owner, tier, path, size, mtime_ns, "offset", hash, state)
+        VALUES (%s, %s, %s, %s, %s, %s, %s, %s)
+        ON CONFLICT (owner, tier, path) DO UPDATE SET size = EXCLUDED.size, mtime_ns = EXCLUDED.mtime_ns,
+            "offset" = EXCLUDED."offset", hash = EXCLUDED.hash, state = EXCLUDED.state, updated_at = now()
+        """,
+        (owner, tier, key, size, mtime_ns, offset, digest, Jsonb(state)),
+    )
+
+
+def _head_hash(source: Source, length: int) -> str:
+    with source.open() as fh:
+        return hashlib.sha256(fh.read(length)).hexdigest()
+
+
+def _full_hash(source: Source) -> str:
+    digest = hashlib.sha256()
+    with source.open() as fh:
+        while chunk := fh.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+@contextmanager
+def _bar(enabled: bool) -> Iterator[Any]:
+    if not enabled:
+        yield None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(
+        TextColumn("{task.description:<40}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        transient=True,
+    ) as bar:
+        yield bar
+
+
+def embed_all(conn: Connection[Any], gm: GhostMem, *, tier: str | None = None, progress: bool = False) -> int:
+    """Embed every conversational message of the owner still without a vector (``ghostmem embed``)."""
+    row = conn.execute(
+        "SELECT count(*) FROM ghostmem.messages WHERE owner = %s AND (%s::text IS NULL OR tier = %s)"
+        " AND embedding IS NULL AND role IN ('user', 'assistant')",
+        (gm.owner, tier, tier),
+    ).fetchone()
+    pending = int(row[0]) if row else 0
+    if not pending:
+        return 0
+    with _bar(progress) as bar:
+        task = bar.add_task("embedding", total=pending) if bar else None
+        advance = (lambda n: bar.advance(task, n)) if bar is not None else None
+        return embed_pending(conn, gm.owner, gm.embedder, tier=tier, progress=advance)
+
+
+def _enrich_module() -> Any:
+    # ghostmem.enrich is written by another engineer; until it lands importing works without enrichment.
+    try:
+        return importlib.import_module("ghostmem.enrich")
+    except ImportError:
+        logger.info("ghostmem.enrich is not available: conversations are not enriched")
+        return None
+
+
+def refresh(
+    conn: Connection[Any], owner: str, tier: str, conv_ids: Sequence[str], *, recluster_if_needed: bool
+) -> None:
+    """Enrich conversations that changed (intensity, conversation vector), and recluster when enough changed."""
+    enrich = _enrich_module()
+    if enrich is None or not conv_ids:
+        return
+    for start in range(0, len(conv_ids), _ENRICH_BATCH):
+        with conn.transaction():
+            enrich.refresh(conn, owner, tier, list(conv_ids[start : start + _ENRICH_BATCH]))
+    if recluster_if_needed:
+        row = conn.execute(
+            "SELECT count(*) FROM ghostmem.conversations WHERE owner = %s", (owner,)
+        ).fetchone()
+        total = int(row[0]) if row else 0
+        if len(conv_ids) >= max(5, total // 10):
+            with conn.transaction():
+                enrich.recluster(conn, owner)
+
+
+def enrich_everything(conn: Connection[Any], owner: str) -> int:
+    """``ghostmem enrich``: refresh every conversation of the owner, then recluster. Returns how many."""
+    enrich = _enrich_module()
+    if enrich is None:
+        return 0
+    count = 0
+    for tier in TIERS:
+        ids = [
+            r[0]
+            for r in conn.execute(
+                "SELECT conv_id FROM ghostmem.conversations WHERE owner = %s AND tier = %s ORDER BY conv_id",
+                (owner, tier),
+            )
+        ]
+        refresh(conn, owner, tier, ids, recluster_if_needed=False)
+        count += len(ids)
+    with conn.transaction():
+        enrich.recluster(conn, owner)
+    return count
+
+
+def forget(conn: Connection[Any], owner: str, conv_id: str) -> list[str]:
+    """Delete a conversation (and its subagent conversations), messages and vectors; never import it again.
+
+    Returns the conversation ids removed (empty when none was stored: it is still kept from coming back).
+    """
+    with conn.transaction():
+        rows = conn.execute(
+            """
+            DELETE FROM ghostmem.conversations
+            WHERE owner = %s AND (conv_id = %s OR parent_conv_id = %s)
+            RETURNING conv_id, platform
+            """,
+            (owner, conv_id, conv_id),
+        ).fetchall()
+        gone = {conv_id: None, **{r[0]: r[1] for r in rows}}
+        conn.execute(
+            """
+            INSERT INTO ghostmem.forgotten (owner, conv_id, platform)
+            SELECT %s, u.conv_id, u.platform FROM unnest(%s::text[], %s::text[]) AS u(conv_id, platform)
+            ON CONFLICT (owner, conv_id) DO NOTHING
+            """,
+            (owner, list(gone), list(gone.values())),
+        )
+    return sorted({r[0] for r in rows})
+
+
+def watch(
+    gm: GhostMem,
+    paths: Sequence[str | Path] | None,
+    *,
+    tier: str,
+    embed: bool,
+    interval: float,
+    on_report: Callable[[ImportReport], None] | None = None,
+    rounds: int | None = None,
+) -> int:
+    """Import, then poll every ``interval`` seconds (a stat per file when nothing changed) until interrupted."""
+    done = 0
+    while rounds is None or done < rounds:
+        report = import_paths(gm, paths, tier=tier, embed=embed)
+        if on_report is not None and (
+            report.conversations_new or report.conversations_updated or report.problems
+        ):
+            on_report(report)
+        done += 1
+        if rounds is None or done < rounds:
+            time.sleep(interval)
+    return 0
