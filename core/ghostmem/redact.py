@@ -80,31 +80,8 @@ _SECRET_WORDS = (
 )
 
 # Values that name a type, a variable or nothing: the key is being declared or passed on, not given a secret.
-_NON_SECRET_WORDS = frozenset(
-    [
-        "none",
-        "null",
-        "nil",
-        "true",
-        "false",
-        "undefined",
-        "str",
-        "string",
-        "bytes",
-        "int",
-        "optional",
-        "required",
-        "secret",
-        "secretstr",
-        "password",
-        "token",
-        "env",
-        "environ",
-        "config",
-        "settings",
-        "self",
-    ]
-)
+_NON_SECRET_TEXT = "none null nil true false undefined str string bytes int optional required secret secretstr password token"
+_NON_SECRET_WORDS = frozenset(_NON_SECRET_TEXT.split())
 # settings.API_KEY, self.token, os.getenv("X"), Optional[str]: code naming where the secret is, not the secret.
 _CODE_REFERENCE = re.compile(r"[A-Za-z_][A-Za-z_]*(?:\.[A-Za-z_][A-Za-z_]*)+|[A-Za-z_][\w.]*[(\[].*")
 _PROSE_WORD = re.compile(r"[a-z]{1,12}")
