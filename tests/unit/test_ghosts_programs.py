@@ -1,0 +1,149 @@
+"""The ghost-memory programs without a database: what they ask for, in which order, and what they refuse."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from ghostmem import ghosts
+from ghostmem.args import GiveFeedbackArgs, RememberArgs, SearchGhostMemoriesArgs
+from ghostmem.context import OpContext
+from ghostmem.errors import DatabaseUnavailable, InvalidArgument
+from ghostmem.ops import get_op
+from ghostmem.program import Embed, Program, Query
+
+ROLE_OK = [{"present": True, "member": True}]
+NO_REFUSAL = [{"refusal": None}]
+MEMORY = {
+    "memory_id": 7,
+    "content": "run the migrations first",
+    "kind": "rule",
+    "scope": "project",
+    "project": "alpha",
+    "allowlist": [],
+    "score": 0.25,
+    "breakdown": {"semantic": 0.0, "recency_factor": 1.0, "activation": 0.05, "scope_bonus": 0.1},
+    "created_at": None,
+    "last_activated_at": None,
+    "created": True,
+}
+
+
+def drive(program: Program[Any], replies: list[Any]) -> tuple[list[Any], Any]:
+    """Run ``program`` feeding ``replies`` in order; returns the steps it yielded and its result."""
+    steps: list[Any] = []
+    reply: Any = None
+    try:
+        while True:
+            step = program.send(reply)
+            steps.append(step)
+            reply = replies[len(steps) - 1]
+    except StopIteration as done:
+        return steps, done.value
+
+
+def test_formula_is_not_model_visible() -> None:
+    schema = get_op("search_ghost_memories").args_model.model_json_schema()
+    assert "formula" not in schema["properties"]
+    assert SearchGhostMemoriesArgs().formula == "default"
+    with pytest.raises(InvalidArgument, match="formula"):
+        get_op("search_ghost_memories").parse({"formula": "secret"})
+
+
+def test_search_switches_role_then_checks_the_claim_then_calls_the_api() -> None:
+    ctx = OpContext(owner="o", runtime_role="ghostmem_runtime")
+    steps, result = drive(
+        ghosts.search_ghost_memories(
+            ctx, SearchGhostMemoriesArgs(query=" deploys ", current_project="alpha")
+        ),
+        [[0.0, 1.0], ROLE_OK, None, NO_REFUSAL, [MEMORY]],
+    )
+    assert isinstance(steps[0], Embed) and steps[0].text == "deploys"
+    assert "SET LOCAL ROLE" in steps[2].text.as_string()
+    assert steps[3].params == ("alpha",)
+    assert steps[4].params == ("o", "alpha", "deploys", "[0.0,1.0]", "default", 10)
+    assert result.rows[0].memory_id == 7
+    assert list(result.rows[0].breakdown) == ["activation", "scope_bonus", "semantic", "recency_factor"]
+
+
+def test_an_empty_query_embeds_nothing() -> None:
+    steps, result = drive(
+        ghosts.search_ghost_memories(OpContext(owner="o"), SearchGhostMemoriesArgs()), [NO_REFUSAL, []]
+    )
+    assert not any(isinstance(s, Embed) for s in steps)
+    assert steps[-1].params[3] is None and result.rows == []
+
+
+def test_a_bound_project_wins_over_the_models_argument() -> None:
+    ctx = OpContext(owner="o", current_project="bound")
+    steps, _ = drive(
+        ghosts.search_ghost_memories(ctx, SearchGhostMemoriesArgs(current_project="claimed")),
+        [NO_REFUSAL, []],
+    )
+    assert steps[0].params == ("bound",) and steps[1].params[1] == "bound"
+    steps, _ = drive(
+        ghosts.remember(ctx, RememberArgs(content="x", scope="project", project="other")),
+        [[1.0], NO_REFUSAL, [MEMORY]],
+    )
+    assert steps[-1].params[4] == "bound"
+
+
+def test_refusals_and_a_missing_role_raise_clear_errors() -> None:
+    program = ghosts.search_ghost_memories(OpContext(owner="o"), SearchGhostMemoriesArgs(current_project="b"))
+    with pytest.raises(InvalidArgument, match="may not act"):
+        drive(program, [[{"refusal": "role r may not act for project 'b'"}]])
+    ctx = OpContext(owner="o", runtime_role="gone")
+    with pytest.raises(DatabaseUnavailable, match=r"does not exist.*install_runtime_role"):
+        drive(
+            ghosts.give_feedback(ctx, GiveFeedbackArgs(memory_id=1, signal="endorse")),
+            [[{"present": False, "member": False}]],
+        )
+    with pytest.raises(DatabaseUnavailable, match="not granted"):
+        drive(
+            ghosts.give_feedback(ctx, GiveFeedbackArgs(memory_id=1, signal="endorse")),
+            [[{"present": True, "member": False}]],
+        )
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({"content": "x", "scope": "project"}, "needs `project`"),
+        ({"content": "x", "scope": "shared-restricted"}, "needs `allowlist`"),
+        ({"content": "x", "scope": "shared-restricted", "allowlist": ["", " "]}, "needs `allowlist`"),
+        ({"content": "x", "allowlist": ["a"]}, "only to scope"),
+        ({"content": "x\x00y"}, "NUL"),
+        ({"content": "x", "scope": "shared-restricted", "allowlist": ["a\x00"]}, "NUL"),
+    ],
+)
+def test_remember_refuses_before_touching_the_database(arguments: dict[str, Any], message: str) -> None:
+    program = ghosts.remember(OpContext(owner="o"), RememberArgs(**arguments))
+    with pytest.raises(InvalidArgument, match=message):
+        next(program)
+
+
+def test_nul_bytes_are_refused_everywhere_before_any_step() -> None:
+    for program in (
+        ghosts.search_ghost_memories(OpContext(owner="o"), SearchGhostMemoriesArgs(query="a\x00")),
+        ghosts.search_ghost_memories(
+            OpContext(owner="o", current_project="p\x00"), SearchGhostMemoriesArgs()
+        ),
+        ghosts.give_feedback(
+            OpContext(owner="o"), GiveFeedbackArgs(memory_id=1, signal="correct", note="\x00")
+        ),
+    ):
+        with pytest.raises(InvalidArgument, match="NUL"):
+            next(program)
+
+
+def test_feedback_notes_are_redacted_before_they_are_sent() -> None:
+    note = "leaked AKIAIOSFODNN7EXAMPLE in the logs"
+    steps, _ = drive(
+        ghosts.give_feedback(
+            OpContext(owner="o"), GiveFeedbackArgs(memory_id=3, signal="correct", note=note)
+        ),
+        [NO_REFUSAL, [MEMORY]],
+    )
+    sent = steps[-1].params[4]
+    assert "AKIAIOSFODNN7EXAMPLE" not in sent and sent.startswith("leaked ")
+    assert all(isinstance(s, Query) for s in steps)
