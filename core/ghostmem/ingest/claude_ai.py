@@ -1,13 +1,153 @@
-"""claude_ai (being built)."""
+"""Claude.ai data exports (FORMATS.md §3): ``conversations.json`` (alone, in a folder or in the export zip).
+
+Both shapes are read: the 2024 one (``text``, ``sender``, no parent pointer) and the 2025+ one (``content`` blocks,
+``parent_message_uuid``). Exports flatten every branch and their array order is not chronological: with parent
+pointers the chain to the newest leaf (or ``current_leaf_message_uuid``) is kept; without, messages are sorted by
+``(created_at, human first, array index)``. Attachments' extracted text is kept with its message; project names
+come from ``projects.json`` next to the conversations (same folder or zip).
+"""
 
 from __future__ import annotations
 
+import json
+import zipfile
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
-from ghostmem.ingest.common import Item, Problem
+import ijson
+
+from ghostmem.ingest.common import Item, Parsed, Problem, dumps, make_title, normalise_role, parse_time
 from ghostmem.ingest.sources import Source
+from ghostmem.records import ConversationRecord, MessageRecord
+from ghostmem.store import TITLE_FROM_PLATFORM, TITLE_FROM_PROMPT
+
+ROOT_PARENT = "00000000-0000-4000-8000-000000000000"
 
 
 def parse(source: Source, state: dict[str, Any]) -> Iterator[Item]:
-    yield Problem(source.label, 0, "claude_ai import is not implemented yet")
+    projects = _project_names(source)
+    with source.open() as fh:
+        start = fh.read(4096).lstrip()[:1]
+        fh.seek(0)
+        try:
+            for index, conv in enumerate(ijson.items(fh, "item" if start == b"[" else "", use_float=True)):
+                if not isinstance(conv, dict) or not conv.get("uuid"):
+                    yield Problem(source.label, 0, f"conversation #{index}: no uuid; skipped")
+                    continue
+                yield _conversation(conv, source, projects)
+        except (ijson.JSONError, ijson.IncompleteJSONError, UnicodeDecodeError) as exc:
+            yield Problem(source.label, 0, f"malformed JSON ({exc}); conversations before it were imported")
+
+
+def _project_names(source: Source) -> dict[str, str]:
+    try:
+        if source.member is not None:
+            name = str(Path(source.member).with_name("projects.json"))
+            with zipfile.ZipFile(source.path) as zf:
+                if name not in zf.namelist():
+                    return {}
+                data = json.loads(zf.read(name).decode("utf-8", errors="replace"))
+        else:
+            path = source.path.with_name("projects.json")
+            if not path.exists():
+                return {}
+            data = json.loads(path.read_bytes().decode("utf-8", errors="replace"))
+    except (OSError, ValueError, zipfile.BadZipFile):
+        return {}
+    if not isinstance(data, list):
+        return {}
+    return {
+        str(p["uuid"]): str(p["name"])
+        for p in data
+        if isinstance(p, dict) and p.get("uuid") and p.get("name")
+    }
+
+
+def ordered_messages(conv: dict[str, Any]) -> list[dict[str, Any]]:
+    """The conversation's messages in reading order, one branch (see the module docstring)."""
+    raw = [m for m in conv.get("chat_messages") or [] if isinstance(m, dict)]
+    by_id = {str(m.get("uuid")): m for m in raw}
+    if any(m.get("parent_message_uuid") for m in raw):
+        leaf = conv.get("current_leaf_message_uuid")
+        if leaf not in by_id:
+            parents = {str(m.get("parent_message_uuid")) for m in raw}
+            leaves = [m for m in raw if str(m.get("uuid")) not in parents] or raw
+            leaf = str(max(leaves, key=lambda m: str(m.get("created_at") or "")).get("uuid"))
+        chain: list[dict[str, Any]] = []
+        seen: set[str] = set()
+        current: str | None = leaf
+        while current in by_id and current not in seen and current != ROOT_PARENT:
+            seen.add(current)
+            chain.append(by_id[current])
+            current = by_id[current].get("parent_message_uuid")
+        return chain[::-1]
+    indexed = list(enumerate(raw))
+    indexed.sort(key=lambda p: (str(p[1].get("created_at") or ""), p[1].get("sender") != "human", p[0]))
+    return [m for _, m in indexed]
+
+
+def _conversation(conv: dict[str, Any], source: Source, projects: dict[str, str]) -> Parsed:
+    messages: list[MessageRecord] = []
+    for msg in ordered_messages(conv):
+        text = _text(msg)
+        if not text.strip():
+            continue  # hollow messages occur
+        sender = str(msg.get("sender") or "")
+        role = normalise_role(sender) or "meta"
+        messages.append(
+            MessageRecord(str(msg.get("uuid")), role, text, parse_time(msg.get("created_at")), sender)
+        )
+    name = conv.get("name") if isinstance(conv.get("name"), str) and conv["name"].strip() else None
+    title, rank = (
+        (name, TITLE_FROM_PLATFORM)
+        if name
+        else (next((m.text for m in messages if m.role == "user"), None), TITLE_FROM_PROMPT)
+    )
+    times = [m.ts for m in messages if m.ts]
+    project_id = conv.get("project_uuid")
+    return Parsed(
+        ConversationRecord(
+            conv_id=str(conv["uuid"]),
+            platform="claude_ai",
+            messages=messages,
+            title=make_title(title),
+            project=projects.get(str(project_id), str(project_id)) if project_id else None,
+            started_at=parse_time(conv.get("created_at")) or (min(times) if times else None),
+            ended_at=parse_time(conv.get("updated_at")) or (max(times) if times else None),
+            source=source.label,
+            meta={"title_rank": rank, **({"project_uuid": project_id} if project_id else {})},
+        )
+    )
+
+
+def _text(msg: dict[str, Any]) -> str:
+    parts: list[str] = []
+    if isinstance(msg.get("text"), str) and msg["text"].strip():
+        parts.append(msg["text"])
+    else:
+        for block in msg.get("content") or []:
+            if not isinstance(block, dict):
+                continue
+            btype = block.get("type")
+            if btype == "text" and isinstance(block.get("text"), str):
+                parts.append(block["text"])
+            elif btype == "voice_note" and isinstance(block.get("transcript"), str):
+                parts.append(block["transcript"])
+            elif (
+                btype == "tool_use"
+                and block.get("name") == "artifacts"
+                and isinstance(block.get("input"), dict)
+            ):
+                artifact = block["input"]
+                parts.append(
+                    f"[artifact: {artifact.get('title') or artifact.get('id') or ''}]\n{artifact.get('content') or ''}"
+                )
+            elif btype == "tool_use":
+                parts.append(f"[{block.get('name')}] {dumps(block.get('input') or {})}")
+    for attachment in msg.get("attachments") or []:
+        if isinstance(attachment, dict) and str(attachment.get("extracted_content") or "").strip():
+            parts.append(
+                f"[attachment: {attachment.get('file_name') or ''}]\n{attachment['extracted_content']}"
+            )
+    return "\n\n".join(parts)
