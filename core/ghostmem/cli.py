@@ -11,6 +11,7 @@ import argparse
 import json
 import logging
 import sys
+import time
 import types
 import typing
 from collections.abc import Callable, Sequence
@@ -195,21 +196,80 @@ def cmd_revoke_project(args: argparse.Namespace) -> int:
 
 @command("import")
 def cmd_import(args: argparse.Namespace) -> int:
-    from ghostmem.ingest import watch
+    from ghostmem.ingest import import_langchain_table, watch
 
     with store(args) as gm:
-        if args.watch:
+        if args.langchain_table:
+            if not args.from_dsn:
+                raise GhostMemError("--langchain-table needs --from-dsn (the database holding the table)")
+            report = import_langchain_table(
+                gm, args.from_dsn, args.langchain_table, tier=args.tier, embed=not args.no_embed,
+                progress=not (args.no_progress or args.json),
+            )  # fmt: skip
+        elif args.watch:
             return watch(
-                gm, args.paths or None, tier=args.tier, embed=not args.no_embed, interval=args.interval
+                gm,
+                args.paths or None,
+                tier=args.tier,
+                embed=not args.no_embed,
+                interval=args.interval,
+                on_report=lambda r: emit(args, r.render(), r.to_dict()),
             )
-        report = gm.import_paths(
-            args.paths or None,
-            tier=args.tier,
-            embed=not args.no_embed,
-            progress=not (args.no_progress or args.json),
-        )
+        else:
+            report = gm.import_paths(
+                args.paths or None,
+                tier=args.tier,
+                embed=not args.no_embed,
+                progress=not (args.no_progress or args.json),
+            )
     emit(args, report.render(), report.to_dict())
     return 0 if report.ok else 1
+
+
+@command("embed")
+def cmd_embed(args: argparse.Namespace) -> int:
+    """Embed what `ghostmem import --no-embed` left for later, then refresh the conversations' vectors."""
+    from ghostmem.ingest import embed_all, refresh_embedded
+
+    with store(args) as gm, gm.connection() as conn:
+        started = time.perf_counter()
+        count = embed_all(conn, gm, progress=not (args.no_progress or args.json))
+        seconds = time.perf_counter() - started
+        refreshed = refresh_embedded(conn, gm.owner)
+    rate = f" ({count / seconds:.0f} messages/s)" if count and seconds else ""
+    emit(
+        args,
+        f"embedded {count} messages in {seconds:.1f}s{rate}; refreshed {refreshed} conversations",
+        {"embedded": count, "seconds": round(seconds, 3), "conversations_refreshed": refreshed},
+    )
+    return 0
+
+
+@command("forget")
+def cmd_forget(args: argparse.Namespace) -> int:
+    """Delete a conversation with its messages and vectors, and keep it from coming back on the next import."""
+    from ghostmem.ingest import forget
+
+    with store(args) as gm, gm.connection() as conn:
+        removed = forget(conn, gm.owner, args.conv_id)
+    text = (
+        f"forgot {', '.join(removed)}; it will not be imported again"
+        if removed
+        else f"{args.conv_id} is not stored; it will never be imported"
+    )
+    emit(args, text, {"conv_id": args.conv_id, "removed": removed})
+    return 0
+
+
+@command("enrich")
+def cmd_enrich(args: argparse.Namespace) -> int:
+    """Recompute intensity, conversation vectors, clusters and topics for every conversation."""
+    from ghostmem.ingest import enrich_everything
+
+    with store(args) as gm, gm.connection() as conn:
+        count = enrich_everything(conn, gm.owner)
+    emit(args, f"enriched {count} conversations and reclustered", {"conversations": count})
+    return 0
 
 
 @command("demo")
@@ -282,6 +342,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--watch", action="store_true", help="keep importing as transcripts grow (polling)")
     p.add_argument("--interval", type=float, default=30.0, help="seconds between polls with --watch")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument(
+        "--langchain-table",
+        default=None,
+        help="import a langchain-postgres chat history table (with --from-dsn)",
+    )
+    p.add_argument("--from-dsn", default=None, help="DSN of the database holding --langchain-table")
+    p = sub.add_parser("embed", parents=[common], help="embed messages imported with --no-embed")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p = sub.add_parser("forget", parents=[common], help="delete a conversation and never import it again")
+    p.add_argument("conv_id", help="the conversation id (as shown in row headers)")
+    sub.add_parser("enrich", parents=[common], help="recompute intensity, clusters and topics of everything")
     sub.add_parser("demo", parents=[common], help="import the bundled sample exports and list them")
     p = sub.add_parser("mcp", parents=[common], help="serve the operations over MCP (stdio; --http for HTTP)")
     p.add_argument("--http", action="store_true", help="streamable HTTP on 127.0.0.1 instead of stdio")

@@ -166,7 +166,7 @@ def _upsert_conversation(
         record.parent_conv_id or old_parent,
         _earliest(old_start, record.started_at),
         _latest(old_end, record.ended_at),
-        record.source or old_source,
+        old_source or record.source,  # the same conversation read from a copy elsewhere is no change
         {**old_meta, **record.meta, "title_rank": new_rank},
     )
     if new == tuple(old):

@@ -9,7 +9,15 @@ from __future__ import annotations
 
 from ghostmem.ingest.common import Problem
 from ghostmem.ingest.report import ImportReport, PlatformCounts
-from ghostmem.ingest.runner import embed_all, enrich_everything, forget, import_paths, watch
+from ghostmem.ingest.runner import (
+    embed_all,
+    enrich_everything,
+    forget,
+    import_langchain_table,
+    import_paths,
+    refresh_embedded,
+    watch,
+)
 
 __all__ = [
     "ImportReport",
@@ -18,6 +26,8 @@ __all__ = [
     "embed_all",
     "enrich_everything",
     "forget",
+    "import_langchain_table",
     "import_paths",
+    "refresh_embedded",
     "watch",
 ]

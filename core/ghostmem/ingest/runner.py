@@ -10,7 +10,6 @@ Concurrent imports serialise per file and per conversation on advisory locks.
 from __future__ import annotations
 
 import hashlib
-import importlib
 import logging
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -22,8 +21,9 @@ import psycopg
 from psycopg import Connection
 from psycopg.types.json import Jsonb
 
+from ghostmem import enrich
 from ghostmem.errors import InvalidArgument
-from ghostmem.ingest import chatgpt, claude_ai, claude_code, codex, cursor, gemini, generic
+from ghostmem.ingest import chatgpt, claude_ai, claude_code, codex, cursor, gemini, generic, langchain_pg
 from ghostmem.ingest.common import Item, Parsed, Problem, TitleHint
 from ghostmem.ingest.report import ImportReport
 from ghostmem.ingest.sources import Source, default_locations, iter_sources, stat_of
@@ -114,14 +114,68 @@ def import_paths(
                 _import_source(conn, gm.owner, tier, source, report)
                 if bar is not None and task is not None:
                     bar.advance(task)
-        report.seconds_import = time.perf_counter() - started
-        if embed:
-            started = time.perf_counter()
-            report.messages_embedded = embed_all(conn, gm, tier=tier, progress=progress)
-            report.seconds_embed = time.perf_counter() - started
-        if enrich:
-            refresh(conn, gm.owner, tier, sorted(report.conv_ids), recluster_if_needed=True)
+        _finish(conn, gm, tier, report, started, embed=embed, progress=progress, enrich=enrich)
     return report
+
+
+def import_langchain_table(
+    gm: GhostMem,
+    from_dsn: str,
+    table: str,
+    *,
+    tier: str = "personal",
+    embed: bool = True,
+    progress: bool = False,
+    enrich: bool = True,
+) -> ImportReport:
+    """Import a langchain-postgres ``PostgresChatMessageHistory`` table (``schema.table`` or ``table``) by DSN.
+
+    Incremental: the highest row id read is remembered, later runs read only newer rows.
+    """
+    check_tier(tier)
+    report = ImportReport()
+    key = langchain_pg.source_key(from_dsn, table)
+    with gm.connection() as conn, autocommit(conn):
+        started = time.perf_counter()
+        row = conn.execute(
+            "SELECT state FROM ghostmem.import_state WHERE owner = %s AND tier = %s AND path = %s",
+            (gm.owner, tier, key),
+        ).fetchone()
+        state: dict[str, Any] = dict(row[0]) if row else {}
+        try:
+            for item in langchain_pg.read_table(from_dsn, table, state):
+                _handle(conn, gm.owner, tier, key, item, report)
+        except psycopg.Error as exc:
+            report.files_skipped += 1
+            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            report.problems.append(Problem(key, 0, f"cannot read the table: {reason}"))
+        else:
+            last = int(state.get("last_id", 0))
+            _save_state(conn, gm.owner, tier, key, last, 0, last, None, state)
+            report.files_read += 1
+        _finish(conn, gm, tier, report, started, embed=embed, progress=progress, enrich=enrich)
+    return report
+
+
+def _finish(
+    conn: Connection[Any],
+    gm: GhostMem,
+    tier: str,
+    report: ImportReport,
+    started: float,
+    *,
+    embed: bool,
+    progress: bool,
+    enrich: bool,
+) -> None:
+    """After the conversations are committed: embed what is new, then enrich what changed."""
+    report.seconds_import = time.perf_counter() - started
+    if embed:
+        started = time.perf_counter()
+        report.messages_embedded = embed_all(conn, gm, tier=tier, progress=progress)
+        report.seconds_embed = time.perf_counter() - started
+    if enrich:
+        refresh(conn, gm.owner, tier, sorted(report.conv_ids), recluster_if_needed=True)
 
 
 def _import_source(
@@ -156,7 +210,7 @@ def _import_source(
                 report.files_unchanged += 1
                 return
         for item in PARSERS[source.platform](source, state):
-            _handle(conn, owner, tier, source, item, report)
+            _handle(conn, owner, tier, source.label, item, report)
         if source.kind == "append":
             digest = _head_hash(source, min(int(state.get("offset", 0)), _HEAD_BYTES))
         _save_state(
@@ -168,7 +222,7 @@ def _import_source(
 
 
 def _handle(
-    conn: Connection[Any], owner: str, tier: str, source: Source, item: Item, report: ImportReport
+    conn: Connection[Any], owner: str, tier: str, label: str, item: Item, report: ImportReport
 ) -> None:
     if isinstance(item, Problem):
         report.problems.append(item)
@@ -184,7 +238,7 @@ def _handle(
                 if result.skipped is None and item.line_ids:
                     _apply_hints(conn, owner, tier, record.conv_id, item.line_ids)
         except psycopg.DataError as exc:
-            report.problems.append(Problem(source.label, 0, f"conversation {record.conv_id}: {exc}"))
+            report.problems.append(Problem(label, 0, f"conversation {record.conv_id}: {exc}"))
             return
         if result.skipped == "ignored":
             counts.ignored += 1
@@ -310,21 +364,11 @@ def embed_all(conn: Connection[Any], gm: GhostMem, *, tier: str | None = None, p
         return embed_pending(conn, gm.owner, gm.embedder, tier=tier, progress=advance)
 
 
-def _enrich_module() -> Any:
-    # ghostmem.enrich is written by another engineer; until it lands importing works without enrichment.
-    try:
-        return importlib.import_module("ghostmem.enrich")
-    except ImportError:
-        logger.info("ghostmem.enrich is not available: conversations are not enriched")
-        return None
-
-
 def refresh(
     conn: Connection[Any], owner: str, tier: str, conv_ids: Sequence[str], *, recluster_if_needed: bool
 ) -> None:
     """Enrich conversations that changed (intensity, conversation vector), and recluster when enough changed."""
-    enrich = _enrich_module()
-    if enrich is None or not conv_ids:
+    if not conv_ids:
         return
     for start in range(0, len(conv_ids), _ENRICH_BATCH):
         with conn.transaction():
@@ -339,11 +383,30 @@ def refresh(
                 enrich.recluster(conn, owner)
 
 
+def refresh_embedded(conn: Connection[Any], owner: str) -> int:
+    """After ``ghostmem embed``: enrich the conversations whose messages have vectors and they have none yet."""
+    count = 0
+    for tier in TIERS:
+        ids = [
+            r[0]
+            for r in conn.execute(
+                """
+                SELECT c.conv_id FROM ghostmem.conversations c
+                WHERE c.owner = %s AND c.tier = %s AND c.embedding IS NULL AND EXISTS (
+                    SELECT 1 FROM ghostmem.messages m WHERE m.owner = c.owner AND m.tier = c.tier
+                      AND m.conv_id = c.conv_id AND m.embedding IS NOT NULL)
+                ORDER BY c.conv_id
+                """,
+                (owner, tier),
+            )
+        ]
+        refresh(conn, owner, tier, ids, recluster_if_needed=bool(ids))
+        count += len(ids)
+    return count
+
+
 def enrich_everything(conn: Connection[Any], owner: str) -> int:
     """``ghostmem enrich``: refresh every conversation of the owner, then recluster. Returns how many."""
-    enrich = _enrich_module()
-    if enrich is None:
-        return 0
     count = 0
     for tier in TIERS:
         ids = [
@@ -356,7 +419,7 @@ def enrich_everything(conn: Connection[Any], owner: str) -> int:
         refresh(conn, owner, tier, ids, recluster_if_needed=False)
         count += len(ids)
     with conn.transaction():
-        enrich.recluster(conn, owner)
+        enrich.recluster(conn, owner, force=True)
     return count
 
 

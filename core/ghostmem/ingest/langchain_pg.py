@@ -1,0 +1,83 @@
+"""Existing langchain-postgres ``PostgresChatMessageHistory`` tables, read from any Postgres by DSN and table name.
+
+langchain-postgres stores one row per message: ``(id SERIAL, session_id UUID, message JSONB, created_at)`` where
+``message`` is LangChain's ``message_to_dict`` (``{"type": "human"|"ai"|"system"|"tool"|…, "data": {"content", …}}``)
+and a session's messages are read ``ORDER BY id``. Each session becomes a conversation (platform ``langchain``,
+conv_id = the session id); each row keeps its ``id`` as native id. The highest id read is remembered, so the next
+run reads only newer rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from psycopg import sql
+
+from ghostmem import db
+from ghostmem.ingest.common import Item, Parsed, make_title, normalise_role, text_of
+from ghostmem.records import ConversationRecord, MessageRecord, Role
+from ghostmem.store import TITLE_FROM_PROMPT
+
+_TYPES: dict[str, Role] = {
+    "human": "user",
+    "ai": "assistant",
+    "AIMessageChunk": "assistant",
+    "system": "system",
+    "tool": "tool",
+}
+
+
+def source_key(dsn: str, table: str) -> str:
+    """The import_state key of a table (the DSN without its password)."""
+    return f"langchain-postgres:{db.redact_dsn(dsn)}#{table}"
+
+
+def read_table(dsn: str, table: str, state: dict[str, Any]) -> Iterator[Item]:
+    """Conversations with the rows of ``table`` newer than ``state["last_id"]``; updates it as it goes."""
+    last_id = int(state.get("last_id", 0))
+    schema, _, name = table.rpartition(".")
+    ident = sql.Identifier(schema, name) if schema else sql.Identifier(name)
+    query = sql.SQL(
+        "SELECT id, session_id::text, message, created_at FROM {} WHERE id > %s ORDER BY session_id, id"
+    ).format(ident)
+    with db.connect(dsn) as conn, conn.cursor(name="ghostmem_langchain_import") as cur:
+        cur.itersize = 2000
+        cur.execute(query, (last_id,))
+        session: str | None = None
+        rows: list[tuple[Any, ...]] = []
+        for row in cur:
+            if row[1] != session and rows:
+                yield _conversation(rows, append=last_id > 0)
+                rows = []
+            session = row[1]
+            rows.append(row)
+            state["last_id"] = max(int(state.get("last_id", 0)), int(row[0]))
+        if rows:
+            yield _conversation(rows, append=last_id > 0)
+
+
+def _conversation(rows: list[tuple[Any, ...]], *, append: bool) -> Parsed:
+    messages = []
+    for row_id, _session, message, created_at in rows:
+        message = message if isinstance(message, dict) else {}
+        kind = str(message.get("type") or "")
+        raw_data = message.get("data")
+        data: dict[str, Any] = raw_data if isinstance(raw_data, dict) else {}
+        role: Role = _TYPES.get(kind) or normalise_role(data.get("role")) or "meta"
+        messages.append(
+            MessageRecord(
+                str(row_id), role, text_of(data.get("content")), created_at, kind, speaker=data.get("name")
+            )
+        )
+    times = [m.ts for m in messages if m.ts]
+    record = ConversationRecord(
+        conv_id=str(rows[0][1]),
+        platform="langchain",
+        messages=messages,
+        title=make_title(next((m.text for m in messages if m.role == "user"), None)),
+        started_at=min(times) if times else None,
+        ended_at=max(times) if times else None,
+        meta={"title_rank": TITLE_FROM_PROMPT},
+    )
+    return Parsed(record, append=append)
