@@ -87,7 +87,7 @@ def format_validation_error(op_name: str, exc: ValidationError) -> str:
     """One line a model can act on: which argument, what is wrong, what was given."""
     parts = []
     for err in exc.errors(include_url=False):
-        where = ".".join(str(p) for p in err["loc"]) or "arguments"
+        where = ".".join(_name(p) for p in err["loc"]) or "arguments"
         msg = err["msg"]
         if msg.startswith("Value error, "):
             msg = msg[len("Value error, ") :]
@@ -95,6 +95,12 @@ def format_validation_error(op_name: str, exc: ValidationError) -> str:
         shown = "" if err["type"] == "missing" else f" (got {_short(given)})"
         parts.append(f"{where}: {msg}{shown}")
     return f"invalid arguments for {op_name}: " + "; ".join(parts)
+
+
+def _name(part: int | str) -> str:
+    """An argument name as given, quoted when it is not a plain name (a model may send any key)."""
+    text = str(part)
+    return text if text.isidentifier() or isinstance(part, int) else _short(text)
 
 
 def _short(value: Any, limit: int = 60) -> str:

@@ -125,6 +125,7 @@ def test_empty_result_is_an_empty_artifact_and_a_hint(gm: GhostMem) -> None:
         ),
         ("search_personal_memory", {"query": "x", "platform": "myspace"}, "platform: Input should be"),
         ("list_recent_conversations", {"colour": "red"}, "colour: Extra inputs are not permitted"),
+        ("list_recent_conversations", {"bad\nkey": 1}, "'bad\\nkey': Extra inputs are not permitted"),
         ("get_conversation", {"conv_id": "no-such-conversation"}, "no-such-conversation"),
         ("give_feedback", {"memory_id": 987654321, "signal": "endorse"}, "987654321"),
     ],
