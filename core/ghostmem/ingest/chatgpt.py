@@ -71,13 +71,16 @@ def _conversation(conv: dict[str, Any], source: Source, index: int) -> Iterator[
         content = msg.get("content") or {}
         if meta.get("is_visually_hidden_from_conversation") or content.get("content_type") in _SKIP_CONTENT:
             continue
-        text = _CITATIONS.sub("", _text(content)).strip()
+        author = msg.get("author") or {}
+        raw = str(author.get("role") or "")
+        text = _text(content)
+        if raw == "assistant":  # in tool output 【0†Title】 is a link label, in answers a citation marker
+            text = _CITATIONS.sub("", text)
+        text = text.strip()
         if not text:
             continue
         ts = parse_time(msg.get("create_time")) or last_ts
         last_ts = ts or last_ts
-        author = msg.get("author") or {}
-        raw = str(author.get("role") or "")
         role: Role = {"user": "user", "assistant": "assistant", "system": "system", "tool": "tool"}.get(
             raw, "meta"
         )  # type: ignore[assignment]
