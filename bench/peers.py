@@ -1,0 +1,618 @@
+"""The peers side by side: the same searches, on the same data, in the same run.
+
+    python -m bench.peers --messages 100000
+    python -m bench.peers --messages 1000000
+
+The corpus of :mod:`bench.scale` (reused when the database already holds it) is copied, server-side, into the
+tables each peer creates for itself, and each peer builds its own indexes with its own defaults:
+
+* **langchain-postgres ``PGVectorStore``** (0.0.19): ``init_vectorstore_table`` with a ``content_tsv`` column,
+  ``apply_vector_index(HNSWIndex())`` (m=16, ef_construction=64, as ghostmem's) and ``apply_hybrid_search_index()``
+  (GIN). Searched by vector (``similarity_search_by_vector``) and in its hybrid mode (``similarity_search`` with a
+  ``HybridSearchConfig``: reciprocal rank fusion, each leg asked for as many candidates as ghostmem's legs).
+  0.0.19 writes the first query's text into the config object and reuses it for every later query (upstream issue
+  #337), so every hybrid query here gets a **fresh ``HybridSearchConfig``**: each query is searched by its own words.
+* **LangGraph ``PostgresStore``** (langgraph-checkpoint-postgres): ``setup()`` with an HNSW index on
+  ``store_vectors``, rows copied into ``store`` / ``store_vectors``; searched with ``store.search(namespace,
+  query=...)``; the time filter is its JSON ``value->>'ts' >= …`` filter.
+* **exact scan**: the same vector query with index scans disabled (a sequential scan over every vector) — the
+  quality reference for recall and the brute-force latency baseline.
+
+Latency: *server* is the time of the SQL statements each system sends (ghostmem: timed on its connection;
+PGVectorStore: SQLAlchemy cursor events; LangGraph: a timing cursor class on its psycopg connection), with the query
+embedding computed beforehand; *call* is the whole call a user makes, embedding the query with the same MiniLM
+model. Ratios are peer / ghostmem (above 1 = ghostmem faster).
+
+Quality: message-level recall@k of each vector search against the exact scan's top-k messages, and, for ghostmem
+(which returns conversations), conversation-level recall@k against the exact scan's k nearest conversations. A
+hybrid result is not meant to equal the vector top-k; its overlap is reported for information. ``rows`` counts what
+came back: a filtered search that returns fewer than k rows although k exist has lost results.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import statistics
+import sys
+import time
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from ghostmem import GhostMem
+from ghostmem.embed import Embedder, SentenceTransformerEmbedder
+from ghostmem.search import DEPTH_PER_LEG
+from langchain_core.embeddings import Embeddings
+from psycopg import sql
+
+from bench import corpus
+from bench.common import RESULTS
+from bench.scale import (
+    PrecomputedEmbedder,
+    bench_database,
+    command_line,
+    ensure_corpus,
+    git_commit,
+    machine,
+    server_side,
+    summarise,
+    whole_call,
+)
+
+logger = logging.getLogger("bench.peers")
+
+PEER_SCHEMA = "bench_peers"
+LC_TABLE = "lc_messages"
+NAMESPACE = ("bench", "messages")
+
+
+class QueryEmbeddings(Embeddings):
+    """A LangChain ``Embeddings`` over a ghostmem embedder; ``cached=True`` answers repeated queries from memory."""
+
+    def __init__(self, embedder: Embedder, cached: bool) -> None:
+        self.embedder = embedder
+        self.cached = cached
+        self.cache: dict[str, list[float]] = {}
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [self.embed_query(t) for t in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        if not self.cached:
+            return self.embedder.embed_query(text)
+        if text not in self.cache:
+            self.cache[text] = self.embedder.embed_query(text)
+        return self.cache[text]
+
+
+class StatementClock:
+    """Accumulates the time of SQL statements reported by a driver hook."""
+
+    def __init__(self) -> None:
+        self.total = 0.0
+        self.count = 0
+        self._t0: list[float] = []
+
+    def start(self, *_: Any) -> None:
+        self.count += 1
+        self._t0.append(time.perf_counter())
+
+    def stop(self, *_: Any) -> None:
+        if self._t0:
+            self.total += time.perf_counter() - self._t0.pop()
+
+    def take(self) -> float:
+        total, self.total = self.total, 0.0
+        return total
+
+
+def _timing_cursor_class(clock: StatementClock) -> type[psycopg.Cursor[Any]]:
+    class TimingCursor(psycopg.Cursor[Any]):
+        def execute(self, query: Any, params: Any = None, **kw: Any) -> TimingCursor:
+            clock.start()
+            try:
+                super().execute(query, params, **kw)
+            finally:
+                clock.stop()
+            return self
+
+    return TimingCursor
+
+
+# -- setting the peers up ----------------------------------------------------------------------------------
+
+
+def _sqlalchemy_url(dsn: str) -> Any:
+    from sqlalchemy.engine import URL
+
+    info = psycopg.conninfo.conninfo_to_dict(dsn)
+    return URL.create(
+        "postgresql+psycopg",
+        username=str(info.get("user") or "") or None,
+        password=str(info.get("password") or "") or None,
+        host=str(info.get("host") or "") or None,
+        port=int(info["port"]) if info.get("port") else None,
+        database=str(info.get("dbname") or "") or None,
+    )
+
+
+def _setup_record(conn: psycopg.Connection[Any], name: str) -> dict[str, Any] | None:
+    exists = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (f"{PEER_SCHEMA}.setups",)).fetchone()
+    if not exists or not exists[0]:
+        return None
+    row = conn.execute(
+        sql.SQL("SELECT info FROM {} WHERE name = %s").format(sql.Identifier(PEER_SCHEMA, "setups")), (name,)
+    ).fetchone()
+    return dict(row[0]) if row else None
+
+
+def _save_setup(conn: psycopg.Connection[Any], name: str, info: dict[str, Any]) -> None:
+    table = sql.Identifier(PEER_SCHEMA, "setups")
+    conn.execute(sql.SQL("CREATE TABLE IF NOT EXISTS {} (name text PRIMARY KEY, info jsonb)").format(table))
+    conn.execute(
+        sql.SQL(
+            "INSERT INTO {} VALUES (%s, %s) ON CONFLICT (name) DO UPDATE SET info = EXCLUDED.info"
+        ).format(table),
+        (name, psycopg.types.json.Jsonb(info)),
+    )
+
+
+def setup_pgvectorstore(dsn: str, rebuild: bool, progress: Callable[[str], None]) -> dict[str, Any]:
+    """PGVectorStore's own table filled with the corpus' embedded messages, and its own indexes (timed)."""
+    from langchain_postgres import Column, PGEngine, PGVectorStore
+    from langchain_postgres.v2.hybrid_search_config import HybridSearchConfig
+    from langchain_postgres.v2.indexes import HNSWIndex
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(PEER_SCHEMA)))
+        previous = None if rebuild else _setup_record(conn, "pgvectorstore")
+    if previous:
+        return previous
+    engine = PGEngine.from_connection_string(_sqlalchemy_url(dsn))
+    info: dict[str, Any] = {}
+    try:
+        engine.init_vectorstore_table(
+            LC_TABLE,
+            corpus.DIMS,
+            schema_name=PEER_SCHEMA,
+            metadata_columns=[
+                Column("conv_id", "TEXT"),
+                Column("ts", "TIMESTAMPTZ"),
+                Column("platform", "TEXT"),
+                Column("project", "TEXT"),
+            ],
+            overwrite_existing=True,
+            hybrid_search_config=HybridSearchConfig(),
+        )
+        progress("PGVectorStore: copying rows")
+        t0 = time.perf_counter()
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute(
+                sql.SQL(
+                    "INSERT INTO {} (langchain_id, content, embedding, conv_id, ts, platform, project, content_tsv) "
+                    "SELECT gen_random_uuid(), text, embedding, conv_id, ts, platform, project, "
+                    "to_tsvector('pg_catalog.english', text) "
+                    "FROM ghostmem.messages WHERE owner = %s AND embedding IS NOT NULL"
+                ).format(sql.Identifier(PEER_SCHEMA, LC_TABLE)),
+                (corpus.OWNER,),
+            )
+        info["copy_s"] = round(time.perf_counter() - t0, 2)
+        store = PGVectorStore.create_sync(
+            engine,
+            QueryEmbeddings(SentenceTransformerEmbedder(), cached=True),
+            LC_TABLE,
+            schema_name=PEER_SCHEMA,
+            metadata_columns=["conv_id", "ts", "platform", "project"],
+            hybrid_search_config=HybridSearchConfig(tsv_column="content_tsv"),
+        )
+        progress("PGVectorStore: building its HNSW index")
+        t0 = time.perf_counter()
+        store.apply_vector_index(HNSWIndex())
+        info["hnsw_build_s"] = round(time.perf_counter() - t0, 2)
+        progress("PGVectorStore: building its GIN index")
+        t0 = time.perf_counter()
+        store.apply_hybrid_search_index()
+        info["gin_build_s"] = round(time.perf_counter() - t0, 2)
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute(sql.SQL("ANALYZE {}").format(sql.Identifier(PEER_SCHEMA, LC_TABLE)))
+            row = conn.execute(
+                sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(PEER_SCHEMA, LC_TABLE))
+            ).fetchone()
+            info["rows"] = int(row[0]) if row else 0
+            _save_setup(conn, "pgvectorstore", info)
+    finally:
+        engine._run_as_sync(engine.close())
+    return info
+
+
+def setup_langgraph(dsn: str, rebuild: bool, progress: Callable[[str], None]) -> dict[str, Any]:
+    """LangGraph's ``store`` / ``store_vectors`` tables in their own schema, filled server-side, index rebuilt."""
+    from langgraph.store.postgres import PostgresStore
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(PEER_SCHEMA)))
+        previous = None if rebuild else _setup_record(conn, "langgraph")
+        if previous:
+            return previous
+    info: dict[str, Any] = {}
+    with _langgraph_conn(dsn, None) as conn:
+        conn.execute("DROP TABLE IF EXISTS store_vectors, store, store_migrations, vector_migrations CASCADE")
+        store = PostgresStore(conn, index={"dims": corpus.DIMS, "embed": _no_embed, "fields": ["text"]})
+        store.setup()
+        index_def = conn.execute(
+            "SELECT pg_get_indexdef('store_vectors_embedding_idx'::regclass) AS def"
+        ).fetchone()
+        assert index_def is not None
+        conn.execute("DROP INDEX store_vectors_embedding_idx")
+        progress("LangGraph PostgresStore: copying rows")
+        t0 = time.perf_counter()
+        prefix = ".".join(NAMESPACE)
+        conn.execute(
+            """
+            INSERT INTO store (prefix, key, value, created_at, updated_at)
+            SELECT %(prefix)s, m.id::text,
+                   jsonb_build_object('text', m.text, 'conv_id', m.conv_id, 'platform', m.platform,
+                                      'project', m.project,
+                                      'ts', to_char(m.ts AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"+00:00"')),
+                   m.ts, m.ts
+            FROM ghostmem.messages m WHERE m.owner = %(owner)s AND m.embedding IS NOT NULL
+            """,
+            {"prefix": prefix, "owner": corpus.OWNER},
+        )
+        conn.execute(
+            """
+            INSERT INTO store_vectors (prefix, key, field_name, embedding, created_at, updated_at)
+            SELECT %(prefix)s, m.id::text, 'text', m.embedding, m.ts, m.ts
+            FROM ghostmem.messages m WHERE m.owner = %(owner)s AND m.embedding IS NOT NULL
+            """,
+            {"prefix": prefix, "owner": corpus.OWNER},
+        )
+        info["copy_s"] = round(time.perf_counter() - t0, 2)
+        progress("LangGraph PostgresStore: building its HNSW index")
+        t0 = time.perf_counter()
+        conn.execute(str(index_def["def"]).encode())  # the definition its own setup() created
+        info["hnsw_build_s"] = round(time.perf_counter() - t0, 2)
+        conn.execute("ANALYZE store")
+        conn.execute("ANALYZE store_vectors")
+        row = conn.execute("SELECT count(*) FROM store_vectors").fetchone()
+        info["rows"] = int(row["count"]) if row else 0
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        _save_setup(conn, "langgraph", info)
+    return info
+
+
+def _no_embed(texts: Sequence[str]) -> list[list[float]]:
+    raise RuntimeError("the corpus is copied with its vectors; nothing should be embedded here")
+
+
+def _langgraph_conn(dsn: str, clock: StatementClock | None) -> psycopg.Connection[Any]:
+    """An autocommit connection whose search_path puts LangGraph's tables in the peers' schema."""
+    from psycopg.rows import dict_row
+
+    conn = psycopg.connect(
+        dsn,
+        autocommit=True,
+        prepare_threshold=0,
+        row_factory=dict_row,
+        options=f"-c search_path={PEER_SCHEMA},public",
+        cursor_factory=_timing_cursor_class(clock) if clock else psycopg.Cursor,
+    )
+    from pgvector.psycopg import register_vector
+
+    register_vector(conn)
+    return conn
+
+
+# -- searching --------------------------------------------------------------------------------------------
+
+
+def exact_neighbours(
+    conn: psycopg.Connection[Any], vector: list[float], k: int, since: datetime | None
+) -> tuple[float, list[int], list[str]]:
+    """The exact k nearest messages and k nearest conversations (one sequential scan), and its time."""
+    where = sql.SQL("owner = %s AND embedding IS NOT NULL")
+    params: list[Any] = [corpus.OWNER]
+    if since is not None:
+        where = sql.SQL("{} AND ts >= %s").format(where)
+        params.append(since)
+    q = sql.SQL(
+        "SELECT id, conv_id, embedding <=> %s::vector AS d FROM ghostmem.messages WHERE {} ORDER BY d LIMIT %s"
+    ).format(where)
+    with conn.transaction():
+        conn.execute("SET LOCAL enable_indexscan = off")
+        conn.execute("SET LOCAL enable_bitmapscan = off")
+        t0 = time.perf_counter()
+        rows = conn.execute(q, [str(vector), *params, k * 50]).fetchall()
+        elapsed = time.perf_counter() - t0
+    ids = [int(r[0]) for r in rows[:k]]
+    convs: list[str] = []
+    for r in rows:
+        if r[1] not in convs:
+            convs.append(r[1])
+        if len(convs) == k:
+            break
+    return elapsed, ids, convs
+
+
+def _recall(found: Sequence[Any], truth: Sequence[Any]) -> float | None:
+    if not truth:
+        return None
+    return len(set(found) & set(truth)) / len(truth)
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    from langchain_postgres import PGEngine, PGVectorStore
+    from langchain_postgres.v2.hybrid_search_config import HybridSearchConfig, reciprocal_rank_fusion
+    from langgraph.store.postgres import PostgresStore
+    from sqlalchemy import event
+
+    progress = logger.info
+    embedder = SentenceTransformerEmbedder()
+    peers = set(args.peers.split(","))
+    k = args.k
+    with bench_database(args) as (dsn, _server, settings):
+        load_info, _ = ensure_corpus(
+            dsn, args.messages, args.seed, embedder=embedder, sample=args.sample, reload=args.reload
+        )
+        setups: dict[str, Any] = {}
+        if "pgvectorstore" in peers:
+            setups["pgvectorstore"] = setup_pgvectorstore(dsn, args.rebuild_peers, progress)
+        if "langgraph" in peers:
+            setups["langgraph"] = setup_langgraph(dsn, args.rebuild_peers, progress)
+        queries = [q["query"] for q in corpus.query_texts(args.seed, args.queries)]
+        cached = QueryEmbeddings(embedder, cached=True)
+        live = QueryEmbeddings(embedder, cached=False)
+        vectors = {q: cached.embed_query(q) for q in queries}
+        precomputed = PrecomputedEmbedder(embedder, dict(vectors))
+        now = datetime.now(UTC)
+        cases = [("no filter", None), (f"days={args.days}", args.days)]
+
+        lc_clock = StatementClock()
+        engine = PGEngine.from_connection_string(_sqlalchemy_url(dsn))
+        sync_engine = engine._pool.sync_engine
+        event.listen(sync_engine, "before_cursor_execute", lc_clock.start)
+        event.listen(sync_engine, "after_cursor_execute", lc_clock.stop)
+        lg_clock = StatementClock()
+        lg_conn = _langgraph_conn(dsn, lg_clock) if "langgraph" in peers else None
+        lg_store = lg_conn and PostgresStore(
+            lg_conn, index={"dims": corpus.DIMS, "embed": cached, "fields": ["text"]}
+        )
+        lg_store_live = lg_conn and PostgresStore(
+            lg_conn, index={"dims": corpus.DIMS, "embed": live, "fields": ["text"]}
+        )
+        lc_cached = lc_live = None
+        if "pgvectorstore" in peers:
+            common = {
+                "schema_name": PEER_SCHEMA,
+                "metadata_columns": ["conv_id", "ts", "platform", "project"],
+            }
+            lc_cached = PGVectorStore.create_sync(engine, cached, LC_TABLE, **common)  # type: ignore[arg-type]
+            lc_live = PGVectorStore.create_sync(engine, live, LC_TABLE, **common)  # type: ignore[arg-type]
+
+        def fresh_hybrid() -> HybridSearchConfig:
+            # A new config per query: 0.0.19 stores the first query's words in the config (issue #337).
+            return HybridSearchConfig(
+                tsv_column="content_tsv",
+                fusion_function=reciprocal_rank_fusion,
+                primary_top_k=DEPTH_PER_LEG,
+                secondary_top_k=DEPTH_PER_LEG,
+            )
+
+        results: list[dict[str, Any]] = []
+        with (
+            GhostMem(dsn=dsn, owner=corpus.OWNER, embedder=embedder) as gm,
+            psycopg.connect(dsn, autocommit=True) as exact_conn,
+        ):
+            for label, days in cases:
+                since = now - timedelta(days=days) if days else None
+                filt = {"ts": {"$gte": since}} if since else None
+                lg_filt = {"ts": {"$gte": since.isoformat(timespec="seconds")}} if since else None
+                acc: dict[str, dict[str, list[Any]]] = {}
+
+                # warm-up pass: caches, model, plans
+                for q in queries[:3]:
+                    gm_args: dict[str, Any] = {"query": q, "limit": k, **({"days": days} if days else {})}
+                    server_side(gm, "search_personal_memory", gm_args, precomputed)
+                    if lc_cached is not None:
+                        lc_cached.similarity_search(q, k=k, filter=filt, hybrid_search_config=fresh_hybrid())
+                for q in queries:
+                    vec = vectors[q]
+                    t_exact, exact_ids, exact_convs = exact_neighbours(exact_conn, vec, k, since)
+                    _add(acc, "exact scan", server=t_exact, rows=len(exact_ids))
+                    gm_args = {"query": q, "limit": k, **({"days": days} if days else {})}
+                    for mode in ("hybrid", "vector"):
+                        margs = {**gm_args, "mode": mode}
+                        srv, data = server_side(gm, "search_personal_memory", margs, precomputed)
+                        call, _ = whole_call(gm, "search_personal_memory", margs)
+                        convs = [h.conv_id for h in data.rows]
+                        _add(
+                            acc,
+                            f"ghostmem {mode}",
+                            server=srv,
+                            call=call,
+                            rows=len(convs),
+                            conv_recall=_recall(convs, exact_convs),
+                        )
+                    if lc_cached is not None and lc_live is not None:
+                        lc_clock.take()
+                        docs = lc_cached.similarity_search_by_vector(vec, k=k, filter=filt)
+                        srv = lc_clock.take()
+                        t0 = time.perf_counter()
+                        lc_live.similarity_search(q, k=k, filter=filt)
+                        call = time.perf_counter() - t0
+                        lc_clock.take()
+                        ids = _lc_message_ids(exact_conn, [d.id for d in docs])
+                        _add(
+                            acc,
+                            "PGVectorStore vector",
+                            server=srv,
+                            call=call,
+                            rows=len(docs),
+                            msg_recall=_recall(ids, exact_ids),
+                            conv_recall=_recall(
+                                list(dict.fromkeys(d.metadata["conv_id"] for d in docs)), exact_convs
+                            ),
+                        )
+                        docs = lc_cached.similarity_search(
+                            q, k=k, filter=filt, hybrid_search_config=fresh_hybrid()
+                        )
+                        srv = lc_clock.take()
+                        t0 = time.perf_counter()
+                        lc_live.similarity_search(q, k=k, filter=filt, hybrid_search_config=fresh_hybrid())
+                        call = time.perf_counter() - t0
+                        lc_clock.take()
+                        _add(
+                            acc,
+                            "PGVectorStore hybrid",
+                            server=srv,
+                            call=call,
+                            rows=len(docs),
+                            conv_recall=_recall(
+                                list(dict.fromkeys(d.metadata["conv_id"] for d in docs)), exact_convs
+                            ),
+                        )
+                    if lg_store is not None and lg_store_live is not None:
+                        lg_clock.take()
+                        items = lg_store.search(NAMESPACE, query=q, limit=k, filter=lg_filt)
+                        srv = lg_clock.take()
+                        t0 = time.perf_counter()
+                        lg_store_live.search(NAMESPACE, query=q, limit=k, filter=lg_filt)
+                        call = time.perf_counter() - t0
+                        lg_clock.take()
+                        _add(
+                            acc,
+                            "LangGraph PostgresStore",
+                            server=srv,
+                            call=call,
+                            rows=len(items),
+                            msg_recall=_recall([int(i.key) for i in items], exact_ids),
+                            conv_recall=_recall(
+                                list(dict.fromkeys(i.value["conv_id"] for i in items)), exact_convs
+                            ),
+                        )
+                results.append(_case_summary(label, acc, k))
+                _print_case(results[-1])
+        engine._run_as_sync(engine.close())
+        if lg_conn is not None:
+            lg_conn.close()
+    return {
+        "bench": "peers",
+        "command": command_line("peers", args),
+        "when": datetime.now(UTC).isoformat(timespec="seconds"),
+        "commit": git_commit(),
+        "machine": machine(),
+        "server": settings,
+        "messages": args.messages,
+        "seed": args.seed,
+        "k": k,
+        "queries": len(queries),
+        "load": load_info,
+        "peer_setup": setups,
+        "versions": _versions(),
+        "cases": results,
+    }
+
+
+def _add(acc: dict[str, dict[str, list[Any]]], system: str, **values: Any) -> None:
+    slot = acc.setdefault(system, {})
+    for key, value in values.items():
+        slot.setdefault(key, []).append(value)
+
+
+def _lc_message_ids(conn: psycopg.Connection[Any], lc_ids: Sequence[str | None]) -> list[int]:
+    """PGVectorStore rows carry fresh uuids: map them back to ghostmem message ids by (conv_id, content)."""
+    if not lc_ids:
+        return []
+    rows = conn.execute(
+        sql.SQL(
+            "SELECT m.id FROM {} l JOIN ghostmem.messages m "
+            "ON m.owner = %s AND m.conv_id = l.conv_id AND m.text = l.content AND m.ts = l.ts "
+            "WHERE l.langchain_id = ANY(%s::uuid[])"
+        ).format(sql.Identifier(PEER_SCHEMA, LC_TABLE)),
+        (corpus.OWNER, [i for i in lc_ids if i]),
+    ).fetchall()
+    return [int(r[0]) for r in rows]
+
+
+def _case_summary(label: str, acc: dict[str, dict[str, list[Any]]], k: int) -> dict[str, Any]:
+    systems: dict[str, Any] = {}
+    for system, values in acc.items():
+        entry: dict[str, Any] = {"server": summarise(values["server"])}
+        if "call" in values:
+            entry["call"] = summarise(values["call"])
+        entry["rows_median"] = statistics.median(values["rows"])
+        entry["rows_min"] = min(values["rows"])
+        entry["short_results"] = sum(1 for r in values["rows"] if r < k)
+        for metric in ("msg_recall", "conv_recall"):
+            got = [v for v in values.get(metric, []) if v is not None]
+            if got:
+                entry[metric] = round(statistics.fmean(got), 4)
+        systems[system] = entry
+    ratios: dict[str, Any] = {}
+    base = systems.get("ghostmem hybrid")
+    if base:
+        for system, entry in systems.items():
+            if system == "ghostmem hybrid":
+                continue
+            r: dict[str, float] = {}
+            for span in ("server", "call"):
+                if span in entry and span in base:
+                    for p in ("p50_ms", "p95_ms"):
+                        if base[span].get(p):
+                            r[f"{span}_{p[:3]}"] = round(entry[span][p] / base[span][p], 2)
+            ratios[system] = r
+    return {"case": label, "systems": systems, "ratio_peer_over_ghostmem_hybrid": ratios}
+
+
+def _print_case(case: dict[str, Any]) -> None:
+    print(f"\n== {case['case']}")
+    print(f"{'system':26s} {'srv p50':>8s} {'srv p95':>8s} {'call p50':>9s} {'call p95':>9s} {'rows':>5s} "
+          f"{'msg R':>6s} {'conv R':>6s}")  # fmt: skip
+    for system, e in case["systems"].items():
+        call = e.get("call", {})
+        print(
+            f"{system:26s} {e['server']['p50_ms']:8.2f} {e['server']['p95_ms']:8.2f} "
+            f"{call.get('p50_ms', float('nan')):9.2f} {call.get('p95_ms', float('nan')):9.2f} "
+            f"{e['rows_median']:5.0f} {e.get('msg_recall', float('nan')):6.3f} {e.get('conv_recall', float('nan')):6.3f}"
+        )
+    for system, r in case["ratio_peer_over_ghostmem_hybrid"].items():
+        print(f"  {system} / ghostmem hybrid: {r}")
+
+
+def _versions() -> dict[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {}
+    for dist in ("langchain-postgres", "langgraph-checkpoint-postgres", "pgvector", "psycopg", "sqlalchemy"):
+        try:
+            out[dist] = version(dist)
+        except PackageNotFoundError:
+            out[dist] = "not installed"
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    from bench.scale import add_common_args, write_json
+
+    p = argparse.ArgumentParser(prog="python -m bench.peers", description=__doc__.splitlines()[0])
+    add_common_args(p, 100_000)
+    p.add_argument("--k", type=int, default=10, help="results per search")
+    p.add_argument("--days", type=int, default=30, help="the time filter's window")
+    p.add_argument(
+        "--peers", default="pgvectorstore,langgraph", help="comma-separated: pgvectorstore,langgraph"
+    )
+    p.add_argument("--rebuild-peers", action="store_true", help="copy and index the peers' tables again")
+    args = p.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
+    payload = run(args)
+    out: Path = args.json or RESULTS / f"peers-{args.messages}.json"
+    write_json(out, payload)
+    print(f"\nwrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
