@@ -182,11 +182,9 @@ def cmd_revoke_project(args: argparse.Namespace) -> int:
 
     with store(args) as gm, gm.connection() as conn:
         projects = revoke_project(conn, args.role, args.project)
-    text = (
-        f"role {args.role} may claim: {', '.join(projects)}"
-        if projects
-        else (f"role {args.role} has no project map: it may claim any project")
-    )
+    text = f"role {args.role} may claim: {', '.join(projects)}"
+    if not projects:
+        text = f"role {args.role} has no project map: it may claim any project"
     emit(args, text, {"role": args.role, "projects": projects})
     return 0
 
