@@ -267,13 +267,13 @@ def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int) -> Program
 def search_messages(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int) -> Program[list[Row]]:
     """The fused messages of a search, best first (at most ``depth``): what conversations are ranked from.
 
-    Each row has ``id, score, lex_rank, lex_score, vec_rank, vec_dist, tier, conv_id, seq, role, ts, speaker,
-    text``.
+    Each row has ``id, score, lex_rank, lex_score, vec_rank, vec_dist, tier, conv_id, seq, native_id, role, ts,
+    speaker, text``.
     """
     plan = yield from _plan(ctx, args, depth)
     statement = _fused_messages(args, plan.lexical, plan.vector) + sql.SQL(
         """
-        SELECT f.*, m.tier, m.conv_id, m.seq, m.role, m.ts, m.speaker, m.text
+        SELECT f.*, m.tier, m.conv_id, m.seq, m.native_id, m.role, m.ts, m.speaker, m.text
         FROM fused f JOIN ghostmem.messages m ON m.id = f.id
         ORDER BY f.score DESC, f.id
         LIMIT %(depth)s
@@ -290,21 +290,21 @@ def search_personal_memory(ctx: OpContext, args: SearchPersonalMemoryArgs) -> Pr
     statement = _fused_messages(args, plan.lexical, plan.vector) + sql.SQL(
         """,
         hits AS (
-            SELECT f.*, m.tier, m.conv_id, {message} AS message,
+            SELECT f.*, m.tier, m.conv_id, m.seq, m.role, m.ts, m.speaker, m.text,
                    row_number() OVER (PARTITION BY m.tier, m.conv_id ORDER BY f.score DESC, f.id) AS pos
             FROM fused f JOIN ghostmem.messages m ON m.id = f.id
         ),
         best AS (
-            SELECT h.tier, h.conv_id, max(h.score) AS score,
-                   jsonb_agg(h.message ORDER BY h.pos) FILTER (WHERE h.pos <= %(matches)s) AS matches,
-                   jsonb_agg(jsonb_build_object('fused', h.score, 'lexical_rank', h.lex_rank,
-                                                'lexical_score', h.lex_score, 'vector_rank', h.vec_rank,
-                                                'vector_distance', h.vec_dist, 'message_seq',
-                                                h.message -> 'seq'))
-                       FILTER (WHERE h.pos = 1) AS explain
-            FROM hits h
-            GROUP BY h.tier, h.conv_id
-            ORDER BY max(h.score) DESC, h.tier = 'library', h.conv_id
+            -- FILTER runs before the aggregate's arguments: only the kept matches are turned into JSON.
+            SELECT m.tier, m.conv_id, max(m.score) AS score,
+                   jsonb_agg({message} ORDER BY m.pos) FILTER (WHERE m.pos <= %(matches)s) AS matches,
+                   jsonb_agg(jsonb_build_object('fused', m.score, 'lexical_rank', m.lex_rank,
+                                                'lexical_score', m.lex_score, 'vector_rank', m.vec_rank,
+                                                'vector_distance', m.vec_dist, 'message_seq', m.seq))
+                       FILTER (WHERE m.pos = 1) AS explain
+            FROM hits m
+            GROUP BY m.tier, m.conv_id
+            ORDER BY max(m.score) DESC, m.tier = 'library', m.conv_id
             LIMIT %(limit)s
         )
         SELECT {columns}, b.score, b.matches, b.explain -> 0 AS explain

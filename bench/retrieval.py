@@ -1,0 +1,359 @@
+"""Retrieval quality on public data sets, scored as ``../shared/eval/README.md`` says, for each search leg alone and
+for the hybrid default.
+
+    python -m bench.retrieval --dataset locomo --data ../shared/eval/locomo_dev.json
+    python -m bench.retrieval --dataset longmemeval --data ../shared/eval/longmemeval_s_dev35.json
+    python -m bench.retrieval --dataset jsquad --data ../shared/eval/jsquad_dev.json
+
+Every store (a LoCoMo conversation, a LongMemEval question's haystack, a JSQuAD file) is written in ghostmem's
+generic JSONL format, imported through ``GhostMem.import_paths`` into a throwaway database, and searched through
+ghostmem's own search code with the real embedding model:
+
+* LoCoMo: each session is a conversation (its date as the time), each turn a message whose id is its ``dia_id``
+  and whose speaker is metadata. Turn recall@k = share of a question's evidence turns among the top-k messages;
+  session recall@k = share of its evidence sessions among the top-k sessions (in the order the messages rank them).
+* LongMemEval: each haystack session is a conversation; ``search_personal_memory`` ranks them. recall_all@k = 1 when
+  every answer session is in the top k; nDCG@k with binary relevance. Abstention questions (``_abs``) are skipped.
+* JSQuAD: every paragraph is a one-message conversation; recall@k = 1 when the question's paragraph is in the top k.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import math
+import re
+import statistics
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from ghostmem import GhostMem
+from ghostmem.args import SearchMode, SearchPersonalMemoryArgs
+from ghostmem.embed import Embedder, make_embedder
+from ghostmem.program import run_sync
+from ghostmem.search import search_messages
+
+from bench.common import RESULTS, real_embedder, server, throwaway_database, write_generic_jsonl
+
+logger = logging.getLogger("bench.retrieval")
+
+MODES: tuple[SearchMode, ...] = ("lexical", "vector", "hybrid")
+DEFAULT_K = {"locomo": (1, 5, 10, 25), "longmemeval": (5, 10), "jsquad": (1, 5, 10)}
+MESSAGE_DEPTH = 100
+OWNER = "bench"
+
+
+@dataclass
+class Question:
+    qid: str
+    text: str
+    category: str
+    gold_turns: set[str] = field(default_factory=set)
+    gold_sessions: set[str] = field(default_factory=set)
+
+
+@dataclass
+class Store:
+    name: str
+    conversations: list[dict[str, Any]]
+    questions: list[Question]
+
+
+# --- data sets → generic conversations ------------------------------------------------------------------------
+
+
+def _time(text: str, formats: tuple[str, ...]) -> datetime | None:
+    cleaned = re.sub(r"\s*\([A-Za-z]{3}\)\s*", " ", text).strip()
+    for fmt in formats:
+        try:
+            return datetime.strptime(cleaned, fmt).replace(tzinfo=UTC)
+        except ValueError:
+            continue
+    return None
+
+
+def _messages(turns: list[dict[str, Any]], start: datetime | None) -> list[dict[str, Any]]:
+    """Turns → generic messages; turn i is stamped i seconds after the session's time so the order survives."""
+    out = []
+    for i, turn in enumerate(turns):
+        msg = {k: v for k, v in turn.items() if v is not None}
+        if start is not None:
+            msg["ts"] = (start + timedelta(seconds=i)).isoformat()
+        out.append(msg)
+    return out
+
+
+LOCOMO_CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
+
+
+def locomo_stores(data: Any) -> list[Store]:
+    stores = []
+    for sample in data:
+        conv = sample["conversation"]
+        speakers = [conv.get("speaker_a"), conv.get("speaker_b")]
+        conversations = []
+        sessions = sorted(
+            (int(m.group(1)), key) for key in conv if (m := re.fullmatch(r"session_(\d+)", key))
+        )
+        for number, key in sessions:
+            start = _time(str(conv.get(f"{key}_date_time", "")), ("%I:%M %p on %d %B, %Y",))
+            turns = []
+            for turn in conv[key]:
+                text = turn["text"]
+                if turn.get("blip_caption"):
+                    text = f"{text} [image: {turn['blip_caption']}]"
+                # LoCoMo is a chat between two people: the first speaker plays "user", the other "assistant".
+                role = "user" if turn["speaker"] == speakers[0] else "assistant"
+                turns.append({"id": turn["dia_id"], "role": role, "text": text, "speaker": turn["speaker"]})
+            conversations.append(
+                {
+                    "conv_id": f"session_{number}",
+                    "title": f"{sample['sample_id']} session {number}",
+                    "started_at": start.isoformat() if start else None,
+                    "messages": _messages(turns, start),
+                }
+            )
+        questions = []
+        for i, qa in enumerate(sample["qa"]):
+            gold = {e.strip() for entry in qa.get("evidence", []) for e in str(entry).split(";") if e.strip()}
+            if not gold:
+                continue
+            sessions_of_gold = {f"session_{g.split(':')[0].lstrip('D')}" for g in gold}
+            questions.append(
+                Question(
+                    qid=f"{sample['sample_id']}#{i}",
+                    text=qa["question"],
+                    category=LOCOMO_CATEGORIES.get(qa["category"], str(qa["category"])),
+                    gold_turns=gold,
+                    gold_sessions=sessions_of_gold,
+                )
+            )
+        stores.append(Store(sample["sample_id"], conversations, questions))
+    return stores
+
+
+def longmemeval_stores(data: Any) -> list[Store]:
+    stores = []
+    for item in data:
+        if item["question_id"].endswith("_abs"):
+            continue
+        conversations = []
+        for sid, date, turns in zip(
+            item["haystack_session_ids"], item["haystack_dates"], item["haystack_sessions"], strict=True
+        ):
+            start = _time(date, ("%Y/%m/%d %H:%M",))
+            messages = [
+                {"id": f"{sid}:{i}", "role": t["role"], "text": t["content"]} for i, t in enumerate(turns)
+            ]
+            conversations.append(
+                {
+                    "conv_id": sid,
+                    "started_at": start.isoformat() if start else None,
+                    "messages": _messages(messages, start),
+                }
+            )
+        question = Question(
+            qid=item["question_id"],
+            text=item["question"],
+            category=item["question_type"],
+            gold_sessions=set(item["answer_session_ids"]),
+        )
+        stores.append(Store(item["question_id"], conversations, [question]))
+    return stores
+
+
+def jsquad_stores(data: Any) -> list[Store]:
+    conversations = []
+    questions = []
+    for a, article in enumerate(data["data"]):
+        for p, paragraph in enumerate(article["paragraphs"]):
+            conv_id = f"a{a}p{p}"
+            conversations.append(
+                {
+                    "conv_id": conv_id,
+                    "title": article.get("title"),
+                    "messages": [{"id": "0", "role": "user", "text": paragraph["context"]}],
+                }
+            )
+            for qa in paragraph["qas"]:
+                questions.append(
+                    Question(qid=qa["id"], text=qa["question"], category="all", gold_sessions={conv_id})
+                )
+    return [Store("jsquad", conversations, questions)]
+
+
+LOADERS: dict[str, Callable[[Any], list[Store]]] = {
+    "locomo": locomo_stores,
+    "longmemeval": longmemeval_stores,
+    "jsquad": jsquad_stores,
+}
+
+
+# --- scoring ---------------------------------------------------------------------------------------------------
+
+
+def recall(gold: set[str], ranked: list[str], k: int) -> float:
+    return len(gold & set(ranked[:k])) / len(gold) if gold else 0.0
+
+
+def recall_all(gold: set[str], ranked: list[str], k: int) -> float:
+    return float(gold <= set(ranked[:k]))
+
+
+def ndcg(gold: set[str], ranked: list[str], k: int) -> float:
+    dcg = sum(1 / math.log2(i + 2) for i, item in enumerate(ranked[:k]) if item in gold)
+    ideal = sum(1 / math.log2(i + 2) for i in range(min(len(gold), k)))
+    return dcg / ideal if ideal else 0.0
+
+
+def _dedup(items: Iterator[str]) -> list[str]:
+    return list(dict.fromkeys(items))
+
+
+def _ranked_messages(gm: GhostMem, query: str, mode: SearchMode) -> list[dict[str, Any]]:
+    args = SearchPersonalMemoryArgs(query=query, mode=mode)
+    with gm.connection() as conn:
+        return run_sync(search_messages(gm.context, args, MESSAGE_DEPTH), conn, gm.embedder)
+
+
+def score_question(
+    dataset: str, gm: GhostMem, q: Question, mode: SearchMode, ks: tuple[int, ...]
+) -> dict[str, float]:
+    metrics: dict[str, float] = {}
+    if dataset == "longmemeval":
+        limit = max(ks)
+        result = gm.run("search_personal_memory", {"query": q.text, "mode": mode, "limit": limit})
+        sessions = [hit.conv_id for hit in result.data.rows]
+        for k in ks:
+            metrics[f"recall_all@{k}"] = recall_all(q.gold_sessions, sessions, k)
+            metrics[f"ndcg@{k}"] = ndcg(q.gold_sessions, sessions, k)
+        return metrics
+    rows = _ranked_messages(gm, q.text, mode)
+    sessions = _dedup(r["conv_id"] for r in rows)
+    for k in ks:
+        if dataset == "locomo":
+            metrics[f"turn_recall@{k}"] = recall(q.gold_turns, [r["native_id"] for r in rows], k)
+            metrics[f"session_recall@{k}"] = recall(q.gold_sessions, sessions, k)
+        else:
+            metrics[f"recall@{k}"] = recall(q.gold_sessions, sessions, k)
+    return metrics
+
+
+def _mean_table(per_question: list[tuple[str, dict[str, float]]]) -> dict[str, Any]:
+    by_category: dict[str, list[dict[str, float]]] = defaultdict(list)
+    for category, metrics in per_question:
+        by_category[category].append(metrics)
+
+    def mean(rows: list[dict[str, float]]) -> dict[str, float]:
+        return {key: round(statistics.fmean(r[key] for r in rows), 4) for key in rows[0]} if rows else {}
+
+    return {
+        "overall": mean([m for _, m in per_question]),
+        "n": len(per_question),
+        "categories": {cat: {"n": len(rows), **mean(rows)} for cat, rows in sorted(by_category.items())},
+    }
+
+
+# --- running ---------------------------------------------------------------------------------------------------
+
+
+def run(
+    dataset: str,
+    data_path: Path,
+    ks: tuple[int, ...],
+    *,
+    admin_dsn: str | None = None,
+    embedder: Embedder | None = None,
+    modes: tuple[SearchMode, ...] = MODES,
+    max_stores: int | None = None,
+) -> dict[str, Any]:
+    """Import every store of the file into its own throwaway database and score every mode on it."""
+    stores = LOADERS[dataset](json.loads(data_path.read_text(encoding="utf-8")))[:max_stores]
+    model = embedder or real_embedder()
+    per_mode: dict[str, list[tuple[str, dict[str, float]]]] = {m: [] for m in modes}
+    started = time.perf_counter()
+    imported = 0
+    with server(admin_dsn) as admin, tempfile.TemporaryDirectory(prefix="ghostmem-retrieval-") as tmp:
+        for store in stores:
+            path = write_generic_jsonl(store.conversations, Path(tmp) / f"{store.name}.jsonl")
+            with throwaway_database(admin) as dsn, GhostMem(dsn=dsn, owner=OWNER, embedder=model) as gm:
+                report = gm.import_paths([path])
+                if not report.ok:
+                    raise RuntimeError(f"{store.name}: import failed: {report.render()}")
+                imported += sum(len(c["messages"]) for c in store.conversations)
+                for q in store.questions:
+                    for mode in modes:
+                        per_mode[mode].append((q.category, score_question(dataset, gm, q, mode, ks)))
+            logger.info("%s: %d questions scored", store.name, len(store.questions))
+    return {
+        "dataset": dataset,
+        "data": str(data_path),
+        "k": list(ks),
+        "model": model.name,
+        "stores": len(stores),
+        "messages": imported,
+        "seconds": round(time.perf_counter() - started, 1),
+        "command": "python -m bench.retrieval " + " ".join(sys.argv[1:]),
+        "modes": {mode: _mean_table(rows) for mode, rows in per_mode.items()},
+    }
+
+
+def render_table(result: dict[str, Any]) -> str:
+    """One line per mode and category: the mean of every metric."""
+    modes = result["modes"]
+    first = next(iter(modes.values()))
+    keys = list(first["overall"])
+    lines = [
+        f"{result['dataset']}: {result['stores']} stores, {result['messages']} messages, model {result['model']}",
+        f"{'mode':<8} {'category':<26} {'n':>5} " + " ".join(f"{k:>18}" for k in keys),
+    ]
+    for mode, table in modes.items():
+        rows = [("overall", table["n"], table["overall"])]
+        rows += [(cat, c["n"], c) for cat, c in table["categories"].items()]
+        for cat, n, metrics in rows:
+            lines.append(f"{mode:<8} {cat:<26} {n:>5} " + " ".join(f"{metrics[k]:>18.3f}" for k in keys))
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.retrieval", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--dataset", required=True, choices=sorted(LOADERS))
+    parser.add_argument("--data", required=True, type=Path, help="a file in the format of ../shared/eval/")
+    parser.add_argument("--k", type=int, nargs="+", help="cut-offs (default: the data set's usual ones)")
+    parser.add_argument("--json", type=Path, help="where to write the results (default bench/results/...)")
+    parser.add_argument("--dsn", help="admin DSN of a server to create throwaway databases on")
+    parser.add_argument(
+        "--model", help="embedding model (default: the configured MiniLM; 'hash' for a smoke run)"
+    )
+    parser.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES))
+    parser.add_argument("--max-stores", type=int, help="only the first N stores (a quick look)")
+    opts = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    ks = tuple(opts.k) if opts.k else DEFAULT_K[opts.dataset]
+    result = run(
+        opts.dataset,
+        opts.data,
+        ks,
+        admin_dsn=opts.dsn,
+        embedder=make_embedder(opts.model) if opts.model else None,
+        modes=tuple(opts.modes),
+        max_stores=opts.max_stores,
+    )
+    print(render_table(result))
+    out = opts.json or RESULTS / f"retrieval_{opts.dataset}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
