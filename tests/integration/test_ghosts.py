@@ -3,8 +3,12 @@ escapes through the query text, the three flaws of the literal formula, remember
 
 from __future__ import annotations
 
+import json
 import math
+import os
 import random
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -546,3 +550,43 @@ def test_full_text_gathers_candidates_the_vector_leg_misses(
     assert found[0]["breakdown"]["semantic"] < 0.1
     other = ranked(admin, owner, T0, "default", query="routine", query_vec=query_vec, lim=5)
     assert target not in {r["memory_id"] for r in other}
+
+
+def ghostmem_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "GHOSTMEM_EMBED_MODEL": "hash"}
+    return subprocess.run(
+        [sys.executable, "-m", "ghostmem.cli", *args], capture_output=True, text=True, env=env, timeout=120
+    )
+
+
+def test_cli_remember_ghosts_feedback_and_the_project_map(
+    admin: psycopg.Connection[Any], login_role: tuple[str, str], pg_dsn: str, owner: str
+) -> None:
+    common = ["--dsn", pg_dsn, "--owner", owner, "--json"]
+    made = ghostmem_cli(
+        "remember", "Use feature flags for risky changes", "--scope", "project", "--project", "alpha", *common
+    )
+    assert made.returncode == 0, made.stderr
+    mid = json.loads(made.stdout)["memory"]["memory_id"]
+    found = ghostmem_cli("ghosts", "feature flags", "--current-project", "alpha", *common)
+    assert [r["memory_id"] for r in json.loads(found.stdout)["rows"]] == [mid]
+    assert json.loads(ghostmem_cli("ghosts", *common).stdout)["rows"] == []  # no claim: project memory hidden
+    fed = ghostmem_cli("feedback", str(mid), "endorse", "--note", "worked", *common)
+    assert json.loads(fed.stdout)["memory"]["breakdown"]["endorsement"] > 0
+    unknown = ghostmem_cli("feedback", "999999999", "endorse", "--dsn", pg_dsn, "--owner", owner)
+    assert unknown.returncode == 2 and "no ghost memory with memory_id 999999999" in unknown.stderr
+    assert "Traceback" not in unknown.stderr
+
+    role, _ = login_role
+    granted = ghostmem_cli("grant-project", role, "alpha", "--dsn", pg_dsn, "--json")
+    assert json.loads(granted.stdout) == {"role": role, "projects": ["alpha"]}
+    assert json.loads(ghostmem_cli("grant-project", role, "beta", "--dsn", pg_dsn, "--json").stdout)[
+        "projects"
+    ] == [
+        "alpha",
+        "beta",
+    ]
+    revoked = ghostmem_cli("revoke-project", role, "--dsn", pg_dsn)
+    assert revoked.returncode == 0 and "may claim any project" in revoked.stdout
+    missing = ghostmem_cli("grant-project", "no_such_role_zz", "alpha", "--dsn", pg_dsn)
+    assert missing.returncode == 2 and "there is no database role" in missing.stderr
