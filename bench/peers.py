@@ -43,7 +43,7 @@ from typing import Any
 
 import psycopg
 from ghostmem import GhostMem
-from ghostmem.embed import Embedder, SentenceTransformerEmbedder
+from ghostmem.embed import Embedder, make_embedder
 from ghostmem.search import DEPTH_PER_LEG
 from langchain_core.embeddings import Embeddings
 from psycopg import sql
@@ -52,6 +52,7 @@ from bench import corpus
 from bench.common import RESULTS
 from bench.scale import (
     PrecomputedEmbedder,
+    add_common_args,
     bench_database,
     command_line,
     ensure_corpus,
@@ -60,6 +61,7 @@ from bench.scale import (
     server_side,
     summarise,
     whole_call,
+    write_json,
 )
 
 logger = logging.getLogger("bench.peers")
@@ -160,7 +162,9 @@ def _save_setup(conn: psycopg.Connection[Any], name: str, info: dict[str, Any]) 
     )
 
 
-def setup_pgvectorstore(dsn: str, rebuild: bool, progress: Callable[[str], None]) -> dict[str, Any]:
+def setup_pgvectorstore(
+    dsn: str, embedder: Embedder, rebuild: bool, progress: Callable[[str], None]
+) -> dict[str, Any]:
     """PGVectorStore's own table filled with the corpus' embedded messages, and its own indexes (timed)."""
     from langchain_postgres import Column, PGEngine, PGVectorStore
     from langchain_postgres.v2.hybrid_search_config import HybridSearchConfig
@@ -202,7 +206,7 @@ def setup_pgvectorstore(dsn: str, rebuild: bool, progress: Callable[[str], None]
         info["copy_s"] = round(time.perf_counter() - t0, 2)
         store = PGVectorStore.create_sync(
             engine,
-            QueryEmbeddings(SentenceTransformerEmbedder(), cached=True),
+            QueryEmbeddings(embedder, cached=True),
             LC_TABLE,
             schema_name=PEER_SCHEMA,
             metadata_columns=["conv_id", "ts", "platform", "project"],
@@ -350,7 +354,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from sqlalchemy import event
 
     progress = logger.info
-    embedder = SentenceTransformerEmbedder()
+    embedder = make_embedder(args.model)
     peers = set(args.peers.split(","))
     k = args.k
     with bench_database(args) as (dsn, _server, settings):
@@ -359,7 +363,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         )
         setups: dict[str, Any] = {}
         if "pgvectorstore" in peers:
-            setups["pgvectorstore"] = setup_pgvectorstore(dsn, args.rebuild_peers, progress)
+            setups["pgvectorstore"] = setup_pgvectorstore(dsn, embedder, args.rebuild_peers, progress)
         if "langgraph" in peers:
             setups["langgraph"] = setup_langgraph(dsn, args.rebuild_peers, progress)
         queries = [q["query"] for q in corpus.query_texts(args.seed, args.queries)]
@@ -500,7 +504,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             lg_conn.close()
     return {
         "bench": "peers",
-        "command": command_line("peers", args),
+        "command": args.command,
         "when": datetime.now(UTC).isoformat(timespec="seconds"),
         "commit": git_commit(),
         "machine": machine(),
@@ -595,8 +599,6 @@ def _versions() -> dict[str, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from bench.scale import add_common_args, write_json
-
     p = argparse.ArgumentParser(prog="python -m bench.peers", description=__doc__.splitlines()[0])
     add_common_args(p, 100_000)
     p.add_argument("--k", type=int, default=10, help="results per search")
@@ -606,6 +608,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--rebuild-peers", action="store_true", help="copy and index the peers' tables again")
     args = p.parse_args(argv)
+    args.command = command_line("peers", argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
     payload = run(args)
     out: Path = args.json or RESULTS / f"peers-{args.messages}.json"

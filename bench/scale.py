@@ -41,8 +41,9 @@ from typing import Any
 import numpy as np
 import psycopg
 from ghostmem import GhostMem
+from ghostmem.config import DEFAULT_EMBED_MODEL
 from ghostmem.db import EmbeddedServer, prepare
-from ghostmem.embed import Embedder, SentenceTransformerEmbedder
+from ghostmem.embed import Embedder, make_embedder
 from ghostmem.errors import GhostMemError
 from ghostmem.ops import get_op
 from ghostmem.program import run_sync
@@ -648,6 +649,7 @@ def add_common_args(p: argparse.ArgumentParser, default_messages: int) -> None:
     p.add_argument("--stop", action="store_true", help="stop the dedicated server at the end")
     p.add_argument("--maintenance-work-mem", default="3GB")
     p.add_argument("--json", type=Path, default=None, help="where to write the results")
+    p.add_argument("--model", default=DEFAULT_EMBED_MODEL, help="embedding model ('hash' for a smoke run)")
 
 
 @contextmanager
@@ -655,15 +657,20 @@ def bench_database(args: argparse.Namespace) -> Iterator[tuple[str, EmbeddedServ
     home = args.home or default_home(args.messages)
     dsn, server = open_database(args.dsn, home)
     try:
-        settings = tune_server(dsn, args.maintenance_work_mem, workers=max(1, (os.cpu_count() or 2) - 1))
+        if server is not None:  # only our own server is reconfigured; a --dsn server keeps its settings
+            settings = tune_server(dsn, args.maintenance_work_mem, workers=max(1, (os.cpu_count() or 2) - 1))
+        else:
+            with psycopg.connect(dsn) as conn:
+                settings = server_settings(conn)
         yield dsn, server, settings
     finally:
         if server is not None and args.stop:
             server.stop()
 
 
-def command_line(script: str, args: argparse.Namespace) -> str:
-    return f"python -m bench.{script} " + " ".join(a for a in sys.argv[1:])
+def command_line(script: str, argv: Sequence[str] | None) -> str:
+    """The command that reproduces a run (``argv`` as parsed; the process' own arguments when None)."""
+    return " ".join(["python", "-m", f"bench.{script}", *(sys.argv[1:] if argv is None else argv)])
 
 
 def write_json(path: Path, payload: dict[str, Any]) -> None:
@@ -687,7 +694,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeat", type=int, default=1, help="passes over each case's argument sets")
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
-    embedder = SentenceTransformerEmbedder()
+    embedder = make_embedder(args.model)
     with bench_database(args) as (dsn, server, settings):
         load_info, loaded_now = ensure_corpus(
             dsn, args.messages, args.seed, embedder=embedder, sample=args.sample, reload=args.reload
@@ -698,7 +705,7 @@ def main(argv: list[str] | None = None) -> int:
             ops = measure_ops(gm, corpus.query_texts(args.seed, args.queries), conv_ids, repeat=args.repeat)
         payload = {
             "bench": "scale",
-            "command": command_line("scale", args),
+            "command": command_line("scale", argv),
             "when": datetime.now(UTC).isoformat(timespec="seconds"),
             "commit": git_commit(),
             "machine": machine(),

