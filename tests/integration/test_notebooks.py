@@ -1,0 +1,48 @@
+"""Every notebook runs top to bottom in a fresh kernel, offline, on its own embedded server, so none can rot."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import nbformat
+import pytest
+from ghostmem.db import EmbeddedServer
+from nbclient import NotebookClient
+
+NOTEBOOKS = sorted((Path(__file__).resolve().parents[2] / "notebooks").glob("*.ipynb"))
+
+pytestmark = [pytest.mark.db, pytest.mark.slow]
+
+
+def test_the_three_notebooks_exist() -> None:
+    assert {p.stem for p in NOTEBOOKS} == {"langchain_quickstart", "llamaindex_quickstart", "ghost_memories"}
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_notebook_runs_clean(path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Like conftest's server: a mkdtemp home, which the embedded server's system user can be let into.
+    home = Path(tempfile.mkdtemp(prefix="ghostmem-notebook-test-"))
+    monkeypatch.setenv("GHOSTMEM_HOME", str(home))
+    monkeypatch.setenv("GHOSTMEM_EMBED_MODEL", "hash")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    for name in ("GHOSTMEM_DSN", "GHOSTMEM_OWNER"):
+        monkeypatch.delenv(name, raising=False)
+    notebook = nbformat.read(path, as_version=4)
+    assert all(not cell.get("outputs") for cell in notebook.cells if cell.cell_type == "code"), (
+        "commit notebooks without outputs"
+    )
+    client = NotebookClient(
+        notebook, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+    )
+    try:
+        client.execute(env=dict(os.environ))
+    finally:
+        EmbeddedServer(home).stop()  # even when a cell failed before the notebook's own clean-up
+        shutil.rmtree(home, ignore_errors=True)
+    errors = [
+        o for cell in notebook.cells for o in cell.get("outputs", []) if o.get("output_type") == "error"
+    ]
+    assert not errors
