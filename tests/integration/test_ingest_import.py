@@ -1,0 +1,342 @@
+"""Importing into a real Postgres: idempotent, incremental, resumable, concurrent, private."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from ghostmem import GhostMem, HashEmbedder
+from ghostmem.cli import main
+from ghostmem.ingest import embed_all, forget, import_langchain_table
+
+from tests.conftest import FIXTURES
+from tests.unit.test_ingest_edge_cases import cc, jsonl
+
+pytestmark = pytest.mark.db
+
+
+def counts(gm: GhostMem) -> tuple[int, int]:
+    with gm.connection() as conn:
+        row = conn.execute(
+            "SELECT (SELECT count(*) FROM ghostmem.conversations WHERE owner = %s),"
+            " (SELECT count(*) FROM ghostmem.messages WHERE owner = %s)",
+            (gm.owner, gm.owner),
+        ).fetchone()
+    assert row is not None
+    return int(row[0]), int(row[1])
+
+
+def conversation(gm: GhostMem, conv_id: str) -> dict[str, Any]:
+    with gm.connection() as conn, conn.cursor(row_factory=psycopg.rows.dict_row) as cur:
+        row = cur.execute(
+            "SELECT * FROM ghostmem.conversations WHERE owner = %s AND conv_id = %s", (gm.owner, conv_id)
+        ).fetchone()
+    assert row is not None, conv_id
+    return row
+
+
+def test_fixtures_import_with_predicted_values_and_twice_adds_nothing(gm: GhostMem, tmp_path: Path) -> None:
+    first = gm.import_paths([FIXTURES])
+    assert first.ok and not first.problems
+    assert first.conversations_new == 11 and first.files_read == 10
+    spotter = conversation(gm, "55604662-cf2a-4331-851a-ec234028f8ca")
+    assert spotter["title"] == "mix phx.server doesnt seem to start" and spotter["msg_count"] == 2
+    assert spotter["project"] == "/home/marco/projects/spotter" and spotter["platform"] == "claude_code"
+    tree = conversation(gm, "d5dc5307-6807-41a0-8b04-4acee626eeb7")
+    assert (tree["title"], tree["msg_count"]) == ("Assist user with summary", 6)
+    assert conversation(gm, "1db4c66e-b369-4e3a-96a9-6c16f8301ee8")["title"] == "Bash Command for OpenAI API"
+    before = counts(gm)
+    again = gm.import_paths([FIXTURES])
+    assert (again.conversations_new, again.messages_new, again.files_read) == (0, 0, 0)
+    assert again.files_unchanged == 10 and counts(gm) == before
+    # a copy elsewhere (new paths, so every file is read) still adds and changes nothing
+    shutil.copytree(FIXTURES, tmp_path / "copy")
+    third = gm.import_paths([tmp_path / "copy"])
+    assert third.files_read == 10 and (
+        third.conversations_new,
+        third.conversations_updated,
+        third.messages_new,
+    ) == (0, 0, 0)
+    assert counts(gm) == before
+
+
+def test_appended_lines_are_read_from_the_last_complete_line(
+    gm: GhostMem, pg_dsn: str, tmp_path: Path
+) -> None:
+    lines = [cc("user" if i % 2 == 0 else "assistant", f"u{i}", f"u{i - 1}" if i else None,
+                f"message number {i}" if i % 2 == 0 else [{"type": "text", "text": f"answer {i}"}],
+                ts=f"2026-01-01T10:{i:02d}:00.000Z") for i in range(8)]  # fmt: skip
+    for line in lines[1::2]:
+        line["message"]["id"] = f"msg_{line['uuid']}"
+    path = tmp_path / "proj" / "s1.jsonl"
+    partial = json.dumps(lines[6]).encode()
+    jsonl(path, lines[:6], tail=partial[:20])
+    first = gm.import_paths([path])
+    assert first.messages_new == 6
+    with path.open("ab") as fh:
+        fh.write(partial[20:] + b"\n" + json.dumps(lines[7]).encode() + b"\n")  # the partial line completes
+    second = gm.import_paths([path])
+    assert (second.conversations_updated, second.messages_new, second.files_read) == (1, 2, 1)
+    assert conversation(gm, "s1")["msg_count"] == 8
+    # the same file read in one go gives the same thread
+    with GhostMem(dsn=pg_dsn, owner=gm.owner + "-whole", embedder=HashEmbedder()) as whole:
+        whole.import_paths([path])
+        assert counts(whole) == counts(gm)
+        with whole.connection() as a, gm.connection() as b:
+            query = "SELECT native_id FROM ghostmem.messages WHERE owner = %s ORDER BY seq"
+            assert [r[0] for r in a.execute(query, (whole.owner,))] == [
+                r[0] for r in b.execute(query, (gm.owner,))
+            ]
+
+
+def test_malformed_corpus_imports_every_good_line(gm: GhostMem, tmp_path: Path) -> None:
+    path = tmp_path / "corpus.jsonl"
+    good = [
+        {"conv_id": f"c{i}", "messages": [{"id": "1", "role": "user", "text": f"question {i}"}]}
+        for i in range(5)
+    ]
+    body = [json.dumps(g).encode() for g in good]
+    body.insert(2, b'{"conv_id": "broken", ')
+    body.insert(4, b"\xff\xfe not json at all")
+    path.write_bytes(b"\n".join(body) + b"\n")
+    (tmp_path / "empty.jsonl").write_bytes(b"")
+    report = gm.import_paths([path, tmp_path / "empty.jsonl"])
+    assert report.ok and report.conversations_new == 5
+    assert [str(p) for p in report.problems] == [
+        f"{tmp_path / 'empty.jsonl'}: not a conversation file of any known format",
+        f"{path.resolve()}:3: malformed JSON (Expecting property name enclosed in double quotes)",
+        f"{path.resolve()}:5: malformed JSON (Expecting value)",
+    ]
+    assert "corpus.jsonl:3: malformed JSON" in report.render()
+
+
+def test_nothing_readable_exits_nonzero(
+    pg_dsn: str, owner: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    junk = tmp_path / "junk.json"
+    junk.write_text("[1, 2, 3]")
+    os.environ["GHOSTMEM_EMBED_MODEL"] = "hash"
+    try:
+        assert main(["import", "--dsn", pg_dsn, "--owner", owner, "--json", str(junk)]) == 1
+        assert json.loads(capsys.readouterr().out)["problems"][0]["reason"].startswith("not a conversation")
+        assert main(["import", "--dsn", pg_dsn, "--owner", owner, "--json", str(FIXTURES / "gemini")]) == 0
+    finally:
+        del os.environ["GHOSTMEM_EMBED_MODEL"]
+
+
+def test_ignore_marker_forget_and_library_tier(gm: GhostMem, tmp_path: Path) -> None:
+    path = tmp_path / "c.jsonl"
+    convs = [
+        {"conv_id": "keep", "messages": [{"id": "1", "role": "user", "text": "ordinary talk about caching"}]},
+        {
+            "conv_id": "private",
+            "messages": [{"id": "1", "role": "user", "text": "diary ghostmem:ignore entry"}],
+        },
+    ]
+    path.write_text("".join(json.dumps(c) + "\n" for c in convs))
+    report = gm.import_paths([path])
+    assert report.counts("generic").ignored == 1 and report.conversations_new == 1
+    with gm.connection() as conn:
+        assert forget(conn, gm.owner, "keep") == ["keep"]
+    assert counts(gm) == (0, 0)
+    shutil.copy(path, tmp_path / "again.jsonl")  # read again elsewhere: still nothing comes back
+    again = gm.import_paths([tmp_path / "again.jsonl"])
+    assert again.files_read == 1 and again.counts("generic").forgotten == 1 and counts(gm) == (0, 0)
+    library = gm.import_paths([FIXTURES / "claude_ai"], tier="library")
+    assert library.conversations_new == 1
+    with gm.connection() as conn:
+        tiers = conn.execute("SELECT DISTINCT tier FROM ghostmem.conversations WHERE owner = %s", (gm.owner,))
+        assert [r[0] for r in tiers] == ["library"]
+
+
+def test_no_embed_then_embed_uses_the_cache(gm: GhostMem, tmp_path: Path) -> None:
+    same = "the deploy failed because the migration lock timed out"
+    convs = [{"conv_id": f"e{i}", "messages": [{"id": "1", "role": "user", "text": same},
+                                               {"id": "2", "role": "assistant", "text": f"reply {i} with words"},
+                                               {"id": "3", "role": "tool", "text": "x" * 5000}]} for i in range(3)]  # fmt: skip
+    (tmp_path / "e.jsonl").write_text("".join(json.dumps(c) + "\n" for c in convs))
+    report = gm.import_paths([tmp_path / "e.jsonl"], embed=False)
+    assert report.messages_embedded == 0
+    with gm.connection() as conn:
+        assert conn.execute(
+            "SELECT count(*) FROM ghostmem.messages WHERE owner = %s AND embedding IS NOT NULL", (gm.owner,)
+        ).fetchone() == (0,)
+        assert conn.execute(  # lexical search works before any vector exists
+            "SELECT count(*) FROM ghostmem.messages WHERE owner = %s AND tsv @@ plainto_tsquery('english', 'migration lock')",
+            (gm.owner,),
+        ).fetchone() == (3,)
+        assert embed_all(conn, gm) == 6  # user + assistant, never the tool dump
+        cached = conn.execute(
+            "SELECT count(*) FROM ghostmem.embedding_cache WHERE model = 'hash' AND content_hash = ANY(%s)",
+            ([__import__("hashlib").sha256(same.encode()).digest()],),
+        ).fetchone()
+        assert cached == (1,)  # three messages, one text, one vector computed
+        assert embed_all(conn, gm) == 0
+
+
+def test_two_imports_at_once_neither_corrupt_nor_duplicate(pg_dsn: str, owner: str, tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus"
+    shutil.copytree(FIXTURES, corpus)
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            with GhostMem(dsn=pg_dsn, owner=owner, embedder=HashEmbedder()) as g:
+                g.import_paths([corpus], embed=False)
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    with (
+        GhostMem(dsn=pg_dsn, owner=owner + "-alone", embedder=HashEmbedder()) as alone,
+        GhostMem(dsn=pg_dsn, owner=owner, embedder=HashEmbedder()) as both,
+    ):
+        alone.import_paths([corpus], embed=False)
+        assert counts(both) == counts(alone)
+
+
+def generate_corpus(root: Path, files: int, convs_per_file: int) -> None:
+    rng = random.Random(7)
+    words = ["index", "vacuum", "query", "planner", "lock", "replica", "backup", "schema", "migration", "cache", "latency", "deploy"]
+    root.mkdir(parents=True)
+    for f in range(files):
+        with (root / f"part-{f:03d}.jsonl").open("w") as fh:
+            for c in range(convs_per_file):
+                messages = [
+                    {"id": str(m), "role": "user" if m % 2 == 0 else "assistant",
+                     "text": " ".join(rng.choice(words) for _ in range(12))}
+                    for m in range(6)
+                ]  # fmt: skip
+                fh.write(json.dumps({"conv_id": f"f{f}-c{c}", "messages": messages}) + "\n")
+
+
+@pytest.mark.slow
+def test_killed_import_resumes_to_the_same_counts(pg_dsn: str, owner: str, tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus"
+    generate_corpus(corpus, files=20, convs_per_file=60)
+    env = {**os.environ, "GHOSTMEM_DSN": pg_dsn, "GHOSTMEM_OWNER": owner, "GHOSTMEM_EMBED_MODEL": "hash"}
+    cmd = [
+        sys.executable,
+        "-m",
+        "ghostmem.cli",
+        "import",
+        "--no-embed",
+        "--no-progress",
+        "--json",
+        str(corpus),
+    ]
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    with GhostMem(dsn=pg_dsn, owner=owner, embedder=HashEmbedder()) as gm:
+        while counts(gm)[0] < random.Random().randint(50, 600) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        partial = counts(gm)
+        assert 0 < partial[0] < 1200, partial
+        subprocess.run(cmd, env=env, check=True, stdout=subprocess.DEVNULL)
+        resumed = counts(gm)
+    with GhostMem(dsn=pg_dsn, owner=owner + "-whole", embedder=HashEmbedder()) as whole:
+        whole.import_paths([corpus], embed=False)
+        assert resumed == counts(whole) == (1200, 7200)
+
+
+def test_langchain_postgres_table(gm: GhostMem, pg_dsn: str) -> None:
+    from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+    from langchain_postgres import PostgresChatMessageHistory
+
+    table = "chat_history_" + gm.owner.replace("-", "_")
+    session = "3f2c1a4e-1b2c-4d5e-8f90-123456789abc"
+    with psycopg.connect(pg_dsn) as conn:
+        PostgresChatMessageHistory.create_tables(conn, table)
+        history = PostgresChatMessageHistory(table, session, sync_connection=conn)
+        history.add_messages([SystemMessage("be terse"), HumanMessage("why is the replica lagging?"),
+                              AIMessage("A long-running query holds back replay.")])  # fmt: skip
+        first = import_langchain_table(gm, pg_dsn, table)
+        assert (first.conversations_new, first.messages_new) == (1, 3)
+        history.add_messages([HumanMessage("how do I find it?")])
+        second = import_langchain_table(gm, pg_dsn, table)
+        assert (second.conversations_updated, second.messages_new) == (1, 1)
+    row = conversation(gm, session)
+    assert (row["platform"], row["title"], row["msg_count"]) == (
+        "langchain",
+        "why is the replica lagging?",
+        3,
+    )
+    missing = import_langchain_table(gm, pg_dsn, "no_such_table")
+    assert not missing.ok and "no_such_table" in missing.problems[0].reason
+
+
+def test_planted_secrets_never_reach_the_database(gm: GhostMem, tmp_path: Path) -> None:
+    secrets = [
+        "sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4zAb7cDe0fGh3iJk6lMn9o",
+        "AKIAIOSFODNN7EXAMPLE",
+        "ghp_1a2B3c4D5e6F7g8H9i0J1k2L3m4N5o6P7q8R",
+        "xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx",
+        "hunter2Secret!",
+    ]
+    texts = [
+        f"my key is {secrets[0]} please rotate",
+        f"export AWS_ACCESS_KEY_ID={secrets[1]}",
+        f"git clone https://{secrets[2]}@github.com/org/repo",
+        f"SLACK_BOT_TOKEN={secrets[3]}",
+        f"connect to postgres://admin:{secrets[4]}@db.internal:5432/app",
+    ]
+    convs = [
+        {"conv_id": f"s{i}", "title": t, "messages": [{"id": "1", "role": "user", "text": t}]}
+        for i, t in enumerate(texts)
+    ]
+    (tmp_path / "s.jsonl").write_text("".join(json.dumps(c) + "\n" for c in convs))
+    gm.import_paths([tmp_path / "s.jsonl"])
+    with gm.connection() as conn:
+        dump = "\n".join(
+            r[0]
+            for table in ("conversations", "messages", "title_hints")
+            for r in conn.execute(
+                psycopg.sql.SQL("SELECT row_to_json(t)::text FROM ghostmem.{} t WHERE owner = %s").format(
+                    psycopg.sql.Identifier(table)
+                ),
+                (gm.owner,),
+            )
+        )
+    assert dump.count("[REDACTED:") >= len(secrets)
+    for secret in secrets:
+        assert secret not in dump
+
+
+def test_watch_polls_cheaply(gm: GhostMem, tmp_path: Path) -> None:
+    from ghostmem.ingest import watch
+
+    shutil.copytree(FIXTURES / "claude_code", tmp_path / "cc")
+    reports = []
+    assert (
+        watch(
+            gm,
+            [tmp_path / "cc"],
+            tier="personal",
+            embed=False,
+            interval=0,
+            on_report=reports.append,
+            rounds=3,
+        )
+        == 0
+    )
+    assert len(reports) == 1 and reports[0].conversations_new == 5  # later rounds had nothing to say
+    quiet = gm.import_paths([tmp_path / "cc"], embed=False)
+    assert (quiet.files_read, quiet.files_unchanged) == (0, 5)
