@@ -57,12 +57,19 @@ def check_tier(tier: str) -> None:
 
 @contextmanager
 def autocommit(conn: Connection[Any]) -> Iterator[Connection[Any]]:
-    """The connection in autocommit mode (each ``conn.transaction()`` block commits on its own), then restored."""
+    """The connection in autocommit mode (each ``conn.transaction()`` block commits on its own), then restored.
+
+    Commits do not wait for the WAL flush (``synchronous_commit = off``): one commit per conversation would
+    otherwise cost an fsync each. A server crash can lose only the last moment's commits, never consistency,
+    and the next import re-reads what was lost (the file's state is written after its conversations).
+    """
     previous = conn.autocommit
     conn.autocommit = True
+    conn.execute("SET synchronous_commit = off")
     try:
         yield conn
     finally:
+        conn.execute("RESET synchronous_commit")
         conn.autocommit = previous
 
 
