@@ -412,6 +412,45 @@ def test_overviews_count_as_use_in_the_literal_formula_only(
     assert after["default"] == pytest.approx(before["default"])
 
 
+def test_a_return_the_query_does_not_explain_is_not_use(admin: psycopg.Connection[Any], owner: str) -> None:
+    """A strong rule returned for an unrelated query (only because of its evidence) is recorded as shown, so the
+    default's clock is not reset by it: the loop that would otherwise pin strong rules through searches."""
+    strong = remember_at(admin, owner, "verify the backups restore")
+    admin.execute(
+        "UPDATE agent.ghost_memories SET incidents_prevented = 20, endorsements = 20 WHERE memory_id = %s",
+        (strong,),
+    )
+    related = [
+        remember_at(admin, owner, f"deploy pipeline step {w}") for w in ("build", "test", "ship", "watch")
+    ]
+    query = "deploy pipeline"
+    at = T0 + timedelta(days=10)
+    rows = ranked(
+        admin,
+        owner,
+        at,
+        "default",
+        query=query,
+        query_vec=HashEmbedder().embed_query(query),
+        bump=True,
+        lim=3,
+    )
+    returned = [r["memory_id"] for r in rows]
+    assert strong in returned, "its evidence outweighs relevance, so it is returned"
+    counts = dict(
+        (r[0], r[1:])
+        for r in admin.execute(
+            "SELECT memory_id, activation_count, overview_count, last_used_at FROM agent.ghost_memories"
+            " WHERE owner = %s",
+            (owner,),
+        )
+    )
+    assert counts[strong] == (0, 1, T0)
+    used = [mid for mid in returned if mid != strong]
+    assert used and all(counts[mid][:2] == (1, 0) and counts[mid][2] == at for mid in used)
+    assert all(counts[mid][:2] == (0, 0) for mid in related if mid not in returned)
+
+
 # -- remember and feedback ----------------------------------------------------------------------------------------
 
 
