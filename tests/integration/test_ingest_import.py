@@ -354,3 +354,37 @@ def test_watch_polls_cheaply(gm: GhostMem, tmp_path: Path) -> None:
     assert len(reports) == 1 and reports[0].conversations_new == 5  # later rounds had nothing to say
     quiet = gm.import_paths([tmp_path / "cc"], embed=False)
     assert (quiet.files_read, quiet.files_unchanged) == (0, 5)
+
+
+def test_summaries_title_sessions_in_other_files_in_either_order(gm: GhostMem, tmp_path: Path) -> None:
+    project = tmp_path / "projects" / "-repo"
+    jsonl(project / "a-session.jsonl", [
+        cc("user", "u1", None, "first prompt of a", sessionId="a-session"),
+        cc("assistant", "a1", "u1", [{"type": "text", "text": "done"}], sessionId="a-session"),
+    ])  # fmt: skip
+    # the summary of a-session sits in a file read after it; the summary of z-session in one read before it
+    jsonl(
+        project / "b-summaries.jsonl",
+        [{"type": "summary", "summary": "Fix the flaky login test", "leafUuid": "a1"}],
+    )
+    jsonl(
+        project / "0-summaries.jsonl",
+        [{"type": "summary", "summary": "Speed up CI caching", "leafUuid": "z2"}],
+    )
+    jsonl(project / "z-session.jsonl", [
+        cc("user", "z1", None, "first prompt of z", sessionId="z-session"),
+        cc("user", "z2", "z1", "second prompt of z", sessionId="z-session"),
+    ])  # fmt: skip
+    report = gm.import_paths([tmp_path / "projects"])
+    assert report.ok and report.conversations_new == 2
+    assert conversation(gm, "a-session")["title"] == "Fix the flaky login test"
+    assert conversation(gm, "z-session")["title"] == "Speed up CI caching"
+    # a later custom title still wins over a summary; a later prompt never replaces it
+    with (project / "z-session.jsonl").open("a") as fh:
+        fh.write(
+            json.dumps({"type": "custom-title", "customTitle": "CI cache work", "sessionId": "z-session"})
+            + "\n"
+        )
+        fh.write(json.dumps(cc("user", "z3", "z2", "third prompt", sessionId="z-session")) + "\n")
+    gm.import_paths([tmp_path / "projects"])
+    assert conversation(gm, "z-session")["title"] == "CI cache work"

@@ -314,3 +314,37 @@ def test_cursor_databases_built_here(tmp_path: Path) -> None:
     assert [m.text for m in found["t1"].messages] == ["legacy q", "legacy a"] and found[
         "t1"
     ].project == "/home/me/shop app"
+
+
+def test_chatgpt_export_streams_in_bounded_memory(tmp_path: Path) -> None:
+    import tracemalloc
+
+    from ghostmem.ingest import chatgpt
+    from ghostmem.ingest.sources import Source
+
+    path = tmp_path / "conversations.json"
+    filler = "lorem ipsum dolor sit amet " * 40
+    with path.open("w") as fh:  # ~20 MB on one line, like a real export
+        fh.write("[")
+        for i in range(2000):
+            mapping = {"r": node("r", None, ["u0"], None)}
+            for m in range(8):
+                mapping[f"u{m}"] = node(f"u{m}", "r" if m == 0 else f"u{m - 1}", [f"u{m + 1}"] if m < 7 else [],
+                                        "user" if m % 2 == 0 else "assistant", f"{i} {m} {filler}")  # fmt: skip
+            conv = {"id": f"c{i}", "title": f"t{i}", "create_time": 1.7e9, "update_time": 1.7e9, "mapping": mapping,
+                    "current_node": "u7"}  # fmt: skip
+            fh.write(("," if i else "") + json.dumps(conv, separators=(",", ":")))
+        fh.write("]")
+    assert path.stat().st_size > 15_000_000
+    tracemalloc.start()
+    try:
+        seen = sum(
+            1
+            for item in chatgpt.parse(Source(str(path), "chatgpt", "snapshot", path), {})
+            if isinstance(item, Parsed)
+        )
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert seen == 2000
+    assert peak < 3_000_000  # one conversation at a time, not the 20 MB document
