@@ -468,13 +468,16 @@ def watch(
 ) -> int:
     """Import, then poll every ``interval`` seconds (a stat per file when nothing changed) until interrupted."""
     done = 0
-    while rounds is None or done < rounds:
-        report = import_paths(gm, paths, tier=tier, embed=embed)
-        if on_report is not None and (
-            report.conversations_new or report.conversations_updated or report.problems
-        ):
-            on_report(report)
-        done += 1
-        if rounds is None or done < rounds:
-            time.sleep(interval)
+    try:
+        while rounds is None or done < rounds:
+            report = import_paths(gm, paths, tier=tier, embed=embed)
+            if on_report is not None and (
+                report.conversations_new or report.conversations_updated or report.problems
+            ):
+                on_report(report)
+            done += 1
+            if rounds is None or done < rounds:
+                time.sleep(interval)
+    except KeyboardInterrupt:  # the way a watch ends
+        logger.info("import --watch stopped")
     return 0
