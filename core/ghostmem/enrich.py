@@ -38,10 +38,12 @@ MAX_CLUSTERS = 60
 REGROW_FACTOR = 1.25  # a full pass is due when conversations grew by a quarter ...
 REGROW_MIN = 10  # ... plus ten since the last one
 LABEL_TERMS = 3
+LABEL_VOCABULARY = 50_000
 LABEL_USER_MESSAGES = 12  # the first user messages of a conversation that feed its label
 LABEL_MESSAGE_CHARS = 600
 TITLE_WEIGHT = 3  # a title says more about the topic than any one message
 SEED = 0
+SILHOUETTE_TOLERANCE = 0.01  # the smallest k within this of the best silhouette wins
 SELECT_SAMPLE = 1500  # vectors on which the candidate k are compared
 FINAL_N_INIT = 10  # k-means restarts of the final fit (the best inertia wins; 4 merged topics in tests)
 MINIBATCH_ABOVE = 5000  # conversations above which MiniBatchKMeans replaces KMeans
@@ -217,15 +219,14 @@ def _label(weights: NDArray[np.float64], vocab: NDArray[np.str_]) -> list[tuple[
 
 
 def _ctfidf_labels(docs: Sequence[str], labels: NDArray[np.int64], k: int) -> list[list[tuple[str, float]]]:
-    """c-TF-IDF: a term's frequency in a cluster × log(1 + mean cluster size in terms / its total frequency).
-
-    A term must occur in at least two of a cluster's conversations (when it has two) so one conversation's quirks do
-    not name the cluster; a cluster with no such term falls back to all of its terms.
+    """c-TF-IDF: a term's frequency in a cluster × log(1 + mean cluster size in terms / its total frequency),
+    times the share of the cluster's conversations that contain it, so that one conversation's quirks, however
+    repeated, do not name the cluster. The vocabulary is capped to the most frequent terms to bound memory.
     """
     from scipy import sparse
     from sklearn.feature_extraction.text import CountVectorizer
 
-    vectorizer = CountVectorizer(analyzer=terms, min_df=1)
+    vectorizer = CountVectorizer(analyzer=terms, max_features=LABEL_VOCABULARY)
     try:
         counts = vectorizer.fit_transform(docs)
     except ValueError:  # no term at all in any document
@@ -240,13 +241,9 @@ def _ctfidf_labels(docs: Sequence[str], labels: NDArray[np.int64], k: int) -> li
     tf = np.divide(per_cluster, totals, out=np.zeros_like(per_cluster), where=totals > 0)
     avg_terms = float(totals.mean())
     idf = np.log1p(avg_terms / np.maximum(per_cluster.sum(axis=0), 1.0))
-    weights = tf * idf
+    weights = tf * idf * doc_freq / np.maximum(sizes, 1.0)[:, None]
     vocab = vectorizer.get_feature_names_out()
-    result = []
-    for c in range(k):
-        shared = np.where(doc_freq[c] >= min(2.0, sizes[c]), weights[c], 0.0)
-        result.append(_label(shared, vocab) or _label(weights[c], vocab))
-    return result
+    return [_label(weights[c], vocab) for c in range(k)]
 
 
 # --- clustering -----------------------------------------------------------------------------------------------------
@@ -287,18 +284,19 @@ def _choose_k(vectors: NDArray[np.float64]) -> int:
     if len(vectors) > SELECT_SAMPLE:
         pick = np.random.default_rng(SEED).choice(len(vectors), SELECT_SAMPLE, replace=False)
         vectors = vectors[np.sort(pick)]
-    best_k, best_score = candidates[0], -2.0
+    scores: dict[int, float] = {}
     for k in candidates:
         if k >= len(vectors):
             break
         labels, _ = _fit(vectors, k, n_init=1)
-        if len(np.unique(labels)) < 2:
-            continue
-        score = float(silhouette_score(vectors, labels, metric="cosine"))
-        logger.debug("k=%d silhouette=%.3f", k, score)
-        if score > best_score:
-            best_k, best_score = k, score
-    return best_k
+        if len(np.unique(labels)) >= 2:
+            scores[k] = float(silhouette_score(vectors, labels, metric="cosine"))
+    logger.debug("silhouette by k: %s", scores)
+    if not scores:
+        return candidates[0]
+    # Near-ties go to fewer, broader clusters: on small sets the silhouette differs by noise.
+    best = max(scores.values())
+    return min(k for k, score in scores.items() if score >= best - SILHOUETTE_TOLERANCE)
 
 
 def _cluster(vectors: NDArray[np.float64]) -> tuple[NDArray[np.int64], NDArray[np.float64]]:

@@ -252,3 +252,45 @@ def test_terms_drop_stop_words_noise_and_hiragana_bigrams() -> None:
     assert terms("会話を検索する") == ["会話", "検索"]
     assert terms("see https://example.com/x and [REDACTED:openai_key] 3f2a9c1e8b7d6f5a4c3b") == []
     assert terms("한국어 검색") == ["한국", "국어", "검색"]
+
+
+@pytest.mark.model
+def test_real_model_separates_topics_phrased_in_different_words(gm: GhostMem, real_embedder: Any) -> None:
+    web = [
+        "My Phoenix LiveView page loses its websocket connection after deploy",
+        "How do I broadcast a PubSub message to every LiveView process?",
+        "Ecto migration fails when adding a unique index to the users table",
+        "The GenServer crashes and the supervisor keeps restarting it",
+        "Plug router returns 404 for the new API endpoint in my Elixir app",
+        "mix phx.server cannot bind port 4000, address already in use",
+    ]
+    bread = [
+        "My sourdough starter smells like acetone and does not rise",
+        "What hydration should I use for a rustic loaf with whole wheat flour?",
+        "The crumb of my bread is dense and gummy in the middle",
+        "How long should the dough proof in the fridge overnight?",
+        "Baking in a Dutch oven: when do I remove the lid?",
+        "Levain peaked too early, can I still mix the final dough?",
+    ]
+    records = [
+        _record(
+            f"{name}-{i}", [("user", text, T0), ("assistant", f"Let us look at this: {text.lower()}", T0)]
+        )
+        for name, texts in (("web", web), ("bread", bread))
+        for i, text in enumerate(texts)
+    ]
+    with gm.connection() as conn:
+        for rec in records:
+            save_conversation(conn, gm.owner, "personal", rec, embedder=real_embedder)
+        refresh(conn, gm.owner, "personal", [r.conv_id for r in records])
+        report = recluster(conn, gm.owner)
+    rows = _conversations(gm)
+    assert report.k == 2
+    assert len({rows[f"web-{i}"]["cluster"] for i in range(6)}) == 1
+    assert len({rows[f"bread-{i}"]["cluster"] for i in range(6)}) == 1
+    assert rows["web-0"]["cluster"] != rows["bread-0"]["cluster"]
+    for name, texts in (("web", web), ("bread", bread)):
+        own = " ".join(texts).lower()
+        assert all(word in own for word in rows[f"{name}-0"]["topic"].split(" · ")), rows[f"{name}-0"][
+            "topic"
+        ]
