@@ -533,10 +533,10 @@ def _lc_message_ids(conn: psycopg.Connection[Any], lc_ids: Sequence[str | None])
     rows = conn.execute(
         sql.SQL(
             "SELECT m.id FROM {} l JOIN ghostmem.messages m "
-            "ON m.owner = %s AND m.conv_id = l.conv_id AND m.text = l.content AND m.ts = l.ts "
+            "ON m.owner = %s AND m.tier = %s AND m.conv_id = l.conv_id AND m.text = l.content AND m.ts = l.ts "
             "WHERE l.langchain_id = ANY(%s::uuid[])"
         ).format(sql.Identifier(PEER_SCHEMA, LC_TABLE)),
-        (corpus.OWNER, [i for i in lc_ids if i]),
+        (corpus.OWNER, corpus.TIER, [i for i in lc_ids if i]),
     ).fetchall()
     return [int(r[0]) for r in rows]
 

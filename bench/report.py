@@ -129,7 +129,7 @@ def scale_section(runs: list[dict[str, Any]]) -> str:
     for r in runs:
         load = r["load"]
         out.append(f"### {r['messages']:,} messages\n")
-        out.append(f"Reproduce: `{r['command']}` (commit {r.get('commit') or '?'}, {r['when']}).\n")
+        out.append(f"Reproduce: `{r['command']}` ({_provenance(r)}).\n")
         out.append(
             _table(
                 ("load", "value"),
@@ -186,7 +186,7 @@ def peers_section(runs: list[dict[str, Any]]) -> str:
     ]
     for r in runs:
         out.append(f"### {r['messages']:,} messages, k = {r['k']}, {r['queries']} queries per case\n")
-        out.append(f"Reproduce: `{r['command']}` (commit {r.get('commit') or '?'}, {r['when']}).")
+        out.append(f"Reproduce: `{r['command']}` ({_provenance(r)}).")
         versions = ", ".join(f"{k} {v}" for k, v in r["versions"].items())
         setup = "; ".join(
             f"{name}: copy {v.get('copy_s')} s, HNSW build {v.get('hnsw_build_s')} s"
@@ -232,7 +232,7 @@ def ingest_section(runs: list[dict[str, Any]]) -> str:
     for r in runs:
         lex, emb, base = r["lexical_only"], r["with_embeddings"], r["baseline_encode"]
         out.append(f"### {r['messages']:,} messages ({r['embeddable_texts']:,} embeddable), {r['format']}\n")
-        out.append(f"Reproduce: `{r['command']}` (commit {r.get('commit') or '?'}, {r['when']}).\n")
+        out.append(f"Reproduce: `{r['command']}` ({_provenance(r)}).\n")
         out.append(
             _table(
                 ("run", "wall s", "messages/s", "embedded texts/s"),
@@ -269,6 +269,13 @@ def retrieval_section(runs: list[dict[str, Any]]) -> str:
         out.append(_table(("mode", "category", "n", *keys), [tuple(_fmt3(v) for v in row) for row in rows]))
         out.append("")
     return "\n".join(out)
+
+
+def _provenance(r: dict[str, Any]) -> str:
+    """Commit, time and the machine's load average when the run ended (other work running at the same time)."""
+    load = r.get("machine", {}).get("load_average")
+    extra = f", load average {' / '.join(str(x) for x in load)}" if load else ""
+    return f"commit {r.get('commit') or '?'}, {r['when']}{extra}"
 
 
 def _fmt3(value: Any) -> Any:

@@ -153,6 +153,8 @@ def machine() -> dict[str, Any]:
         "cpu": cpu,
         "memory_gb": round(mem_kb / 1024 / 1024, 1),
         "python": platform.python_version(),
+        # other work on the machine while the bench ran shows here (1, 5, 15 minutes)
+        "load_average": [round(x, 2) for x in os.getloadavg()],
         "os": platform.platform(),
     }
 
@@ -576,7 +578,20 @@ def measure_ops(
             f"{name} [{label}]: server p50 {row['server']['p50_ms']} ms p95 {row['server']['p95_ms']} ms; "
             f"whole p50 {row['whole']['p50_ms']} ms p95 {row['whole']['p95_ms']} ms; rows {row['rows_median']}"
         )
+    add_ratios(out)
     return out
+
+
+def add_ratios(ops: list[dict[str, Any]]) -> None:
+    """Each case's server p50 over its operation's first (baseline) case, measured in the same run."""
+    baseline: dict[str, float] = {}
+    for row in ops:
+        if "server" not in row:
+            continue
+        base = baseline.setdefault(row["op"], row["server"]["p50_ms"])
+        row["p50_vs_first_case"] = round(row["server"]["p50_ms"] / base, 2) if base else None
+        if row["server"]["p50_ms"]:
+            row["call_over_server_p50"] = round(row["whole"]["p50_ms"] / row["server"]["p50_ms"], 2)
 
 
 def _result_size(data: Any) -> int:
@@ -734,6 +749,7 @@ def _print_table(payload: dict[str, Any]) -> None:
         print(f"  {name:40s} {secs:8.1f} s")
     print(
         f"\n{'operation':28s} {'case':18s} {'srv p50':>9s} {'srv p95':>9s} {'call p50':>9s} {'call p95':>9s}"
+        f" {'vs 1st':>7s} {'call/srv':>8s}"
     )
     for row in payload["ops"]:
         if "error" in row:
@@ -742,7 +758,8 @@ def _print_table(payload: dict[str, Any]) -> None:
         s, w = row["server"], row["whole"]
         print(
             f"{row['op']:28s} {row['case']:18s} {s['p50_ms']:9.2f} {s['p95_ms']:9.2f} "
-            f"{w['p50_ms']:9.2f} {w['p95_ms']:9.2f}"
+            f"{w['p50_ms']:9.2f} {w['p95_ms']:9.2f} {row.get('p50_vs_first_case') or 0:7.2f} "
+            f"{row.get('call_over_server_p50') or 0:8.2f}"
         )
     mem = payload["memory"]
     print(f"\nmemory: bench max RSS {mem['bench_max_rss_mb']} MB, database {mem['database_mb']} MB")
