@@ -6,7 +6,7 @@ recognised by their documented prefixes and shapes; passwords, tokens and keys w
 their context (an assignment, a CLI flag, a URL, a header). Look-alikes with no such prefix or context (git SHAs,
 sha256 digests, UUIDs, base64 images) are left alone.
 
-It runs on every message, so clean text costs one scan of a compiled trigger pattern, and it is idempotent: a
+It runs on every message, so each rule runs only when its literal needles occur in the text, and it is idempotent: a
 placeholder never matches a rule, so redacting twice equals redacting once.
 """
 
@@ -46,20 +46,26 @@ def _not_reference(value: str) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class _Rule:
-    """One pattern; its ``secret*`` groups are replaced, everything else in the match is kept."""
+    """One pattern; its ``secret*`` groups are replaced, everything else in the match is kept.
+
+    The pattern runs only on text whose lower-cased form contains one of ``needles``: substring tests are what
+    keeps clean text cheap.
+    """
 
     kind: str | Callable[[re.Match[str]], str]
+    needles: tuple[str, ...]
     pattern: re.Pattern[str]
     check: Callable[[re.Match[str], str], bool] | None = None
 
 
 def _rule(
     kind: str | Callable[[re.Match[str]], str],
+    needles: str,
     pattern: str,
     check: Callable[[re.Match[str], str], bool] | None = None,
     flags: int = 0,
 ) -> _Rule:
-    return _Rule(kind, re.compile(pattern, flags), check)
+    return _Rule(kind, tuple(needles.split()), re.compile(pattern, flags), check)
 
 
 def _value_is(predicate: Callable[[str], bool]) -> Callable[[re.Match[str], str], bool]:
@@ -87,8 +93,22 @@ _CODE_REFERENCE = re.compile(r"[A-Za-z_][A-Za-z_]*(?:\.[A-Za-z_][A-Za-z_]*)+|[A-
 _PROSE_WORD = re.compile(r"[a-z]{1,12}")
 
 
+_KEY_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
+_SECRET_KEY = re.compile(rf"(?:{_PASSWORD_WORDS}|{_SECRET_WORDS})$", re.IGNORECASE)
+
+
+def _key(m: re.Match[str]) -> str:
+    """The name a value is assigned to: the ``key`` group, or the key characters before the matched keyword."""
+    if "key" in m.re.groupindex:
+        return m.group("key")
+    text, start = m.string, m.start()
+    while start > 0 and text[start - 1] in _KEY_CHARS:
+        start -= 1
+    return text[start : m.start("sep")]
+
+
 def _assignment_kind(m: re.Match[str]) -> str:
-    key = m.group("key").lower()
+    key = _key(m).lower()
     if re.search(_PASSWORD_WORDS + "$", key):
         return "password"
     for word, kind in (("api", "api_key"), ("secret", "secret"), ("key", "secret"), ("token", "token")):
@@ -98,14 +118,14 @@ def _assignment_kind(m: re.Match[str]) -> str:
 
 
 def _assignment_value_ok(m: re.Match[str], value: str) -> bool:
-    if not value.strip() or not _not_reference(value):
+    if not value.strip() or not _not_reference(value) or not _SECRET_KEY.search(_key(m)):
         return False
     unquoted = m.group("secret4") is not None
     if unquoted:
         if value.lower() in _NON_SECRET_WORDS or _CODE_REFERENCE.fullmatch(value):
             return False
         normalise = str.maketrans("", "", "_-.")
-        if value.lower().translate(normalise) == m.group("key").lower().translate(normalise):
+        if value.lower().translate(normalise) == _key(m).lower().translate(normalise):
             return False  # password=password: a variable passed on
         # "Password: reset via email" is prose; "password: sunshine" at the end of a line is a value.
         rest = m.string[m.end() : m.end() + 2]
@@ -126,62 +146,91 @@ _RULES: tuple[_Rule, ...] = (
     # Whole blocks first, so the base64 inside them is never seen by the token rules.
     _rule(
         "private_key",
+        "private",
         r"(?P<secret>-----BEGIN[A-Z0-9 ]{0,30} PRIVATE KEY(?: BLOCK)?-----"
         r"[\s\S]*?(?:-----END[A-Z0-9 ]{0,30} PRIVATE KEY(?: BLOCK)?-----|\Z))",
     ),
-    _rule("anthropic_key", _B + r"(?P<secret>sk-ant-[A-Za-z0-9_-]{20,})"),
+    _rule("anthropic_key", "sk-ant-", _B + r"(?P<secret>sk-ant-[A-Za-z0-9_-]{20,})"),
     _rule(
         "openai_key",
+        "sk-",
         _B + r"(?P<secret>sk-(?!ant-)(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_-]{20,})",
         _value_is(_looks_random),
     ),
-    _rule("google_api_key", _B + r"(?P<secret>AIza[0-9A-Za-z_-]{35})" + _E),
+    _rule("google_api_key", "aiza", _B + r"(?P<secret>AIza[0-9A-Za-z_-]{35})" + _E),
     _rule(
-        "stripe_key", _B + r"(?P<secret>(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{10,}|whsec_[A-Za-z0-9+/=]{20,})"
+        "stripe_key",
+        "sk_ rk_ whsec_",
+        _B + r"(?P<secret>(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{10,}|whsec_[A-Za-z0-9+/=]{20,})",
     ),
-    _rule("huggingface_token", _B + r"(?P<secret>hf_[A-Za-z0-9]{30,})" + _E, _value_is(_upper_or_digit)),
-    _rule("groq_key", _B + r"(?P<secret>gsk_[A-Za-z0-9]{40,})"),
-    _rule("xai_key", _B + r"(?P<secret>xai-[A-Za-z0-9]{40,})"),
-    _rule("perplexity_key", _B + r"(?P<secret>pplx-[A-Za-z0-9]{40,})"),
-    _rule("replicate_token", _B + r"(?P<secret>r8_[A-Za-z0-9]{30,})"),
-    _rule("npm_token", _B + r"(?P<secret>npm_[A-Za-z0-9]{36,})"),
-    _rule("pypi_token", _B + r"(?P<secret>pypi-AgE[A-Za-z0-9_-]{50,})"),
-    _rule("digitalocean_token", _B + r"(?P<secret>do[por]_v1_[a-f0-9]{64})"),
-    _rule("sendgrid_key", _B + r"(?P<secret>SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43})"),
-    _rule("github_token", _B + r"(?P<secret>gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{50,})"),
-    _rule("gitlab_token", _B + r"(?P<secret>gl(?:pat|dt|ptt|rt)-[A-Za-z0-9_-]{20,})"),
-    _rule("slack_token", _B + r"(?P<secret>xox[abposre]-[A-Za-z0-9-]{10,})", _value_is(_has_digit)),
     _rule(
-        "slack_webhook", r"hooks\.slack\.com/(?:services|workflows|triggers)/(?P<secret>[A-Za-z0-9/_-]{10,})"
+        "huggingface_token", "hf_", _B + r"(?P<secret>hf_[A-Za-z0-9]{30,})" + _E, _value_is(_upper_or_digit)
     ),
-    _rule("discord_webhook", r"discord(?:app)?\.com/api/webhooks/(?P<secret>\d+/[A-Za-z0-9_-]{20,})"),
+    _rule("groq_key", "gsk_", _B + r"(?P<secret>gsk_[A-Za-z0-9]{40,})"),
+    _rule("xai_key", "xai-", _B + r"(?P<secret>xai-[A-Za-z0-9]{40,})"),
+    _rule("perplexity_key", "pplx-", _B + r"(?P<secret>pplx-[A-Za-z0-9]{40,})"),
+    _rule("replicate_token", "r8_", _B + r"(?P<secret>r8_[A-Za-z0-9]{30,})"),
+    _rule("npm_token", "npm_", _B + r"(?P<secret>npm_[A-Za-z0-9]{36,})"),
+    _rule("pypi_token", "pypi-", _B + r"(?P<secret>pypi-AgE[A-Za-z0-9_-]{50,})"),
+    _rule("digitalocean_token", "_v1_", _B + r"(?P<secret>do[por]_v1_[a-f0-9]{64})"),
+    _rule("sendgrid_key", "sg.", _B + r"(?P<secret>SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43})"),
+    _rule(
+        "github_token",
+        "ghp_ gho_ ghu_ ghs_ ghr_ github_pat_",
+        _B + r"(?P<secret>gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{50,})",
+    ),
+    _rule(
+        "gitlab_token",
+        "glpat- gldt- glptt- glrt-",
+        _B + r"(?P<secret>gl(?:pat|dt|ptt|rt)-[A-Za-z0-9_-]{20,})",
+    ),
+    _rule("slack_token", "xox", _B + r"(?P<secret>xox[abposre]-[A-Za-z0-9-]{10,})", _value_is(_has_digit)),
+    _rule(
+        "slack_webhook",
+        "hooks.slack",
+        r"hooks\.slack\.com/(?:services|workflows|triggers)/(?P<secret>[A-Za-z0-9/_-]{10,})",
+    ),
+    _rule(
+        "discord_webhook", "discord", r"discord(?:app)?\.com/api/webhooks/(?P<secret>\d+/[A-Za-z0-9_-]{20,})"
+    ),
     _rule(
         "aws_access_key_id",
+        "akia asia abia acca agpa aida aroa anpa anva aipa",
         r"(?<![A-Za-z0-9/+])(?P<secret>(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z0-9]{16})(?![A-Za-z0-9])",
     ),
     # An AWS secret key is 40 base64 characters with no prefix: only recognisable next to its name.
     _rule(
         "aws_secret_key",
+        "secret",
         r"(?i:secret_?access_?key|aws[\w.-]{0,30}secret[\w.-]{0,30})\\?[\"']?\s*[:=]\s*\\?[\"']?\s*"
         r"(?P<secret>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])",
     ),
     _rule(
         "jwt",
+        "eyj",
         _B + r"(?P<secret>eyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]*)",
     ),
     _rule(
         "url_password",
+        "://",
         r"\b[A-Za-z][A-Za-z0-9+.-]{1,20}://[^\s:/@'\"\[\]]*:(?P<secret>[^\s@/'\"]+)@(?=[\w.\[-])",
         _value_is(_not_reference),
     ),
     _rule(
         "bearer_token",
+        "authorization",
         r"(?i:\b(?:proxy-)?authorization\\?[\"']?\s*[:=]\s*\\?[\"']?\s*(?:bearer|token|basic|bot)\s+)"
         r"(?P<secret>[A-Za-z0-9._~+/-]{8,}=*)",
     ),
-    _rule("bearer_token", r"(?i:\bbearer\s+)(?P<secret>[A-Za-z0-9._~+/-]{16,}=*)", _value_is(_looks_random)),
+    _rule(
+        "bearer_token",
+        "bearer",
+        r"(?i:\bbearer\s+)(?P<secret>[A-Za-z0-9._~+/-]{16,}=*)",
+        _value_is(_looks_random),
+    ),
     _rule(
         _assignment_kind,
+        "pass pwd secret key token",
         r"(?<![A-Za-z0-9_.-])--?(?P<key>[A-Za-z0-9-]{0,40}?(?:"
         + _PASSWORD_WORDS
         + "|"
@@ -191,9 +240,11 @@ _RULES: tuple[_Rule, ...] = (
         _assignment_value_ok,
         re.IGNORECASE,
     ),
+    # Anchored on the word that ends the key (a scan for a few literals); the check reads the whole key backwards.
     _rule(
         _assignment_kind,
-        r"(?<![A-Za-z0-9_.-])(?P<key>[A-Za-z0-9_.-]{0,40}?(?:" + _PASSWORD_WORDS + "|" + _SECRET_WORDS + r"))"
+        "pass pwd secret key token",
+        r"(?:password|passwd|passphrase|pwd|secret|key|token)"
         r"(?P<sep>\\?[\"']?[ \t]*(?::=|=>|=|:(?!//))[ \t]*)" + _VALUE,
         _assignment_value_ok,
         re.IGNORECASE,
@@ -206,15 +257,6 @@ KINDS: frozenset[str] = frozenset(r.kind for r in _RULES if isinstance(r.kind, s
     "api_key",
     "token",
 }
-
-# Cheap pre-check: text containing none of these cannot match any rule.
-_TRIGGER = re.compile(
-    r"PRIVATE KEY|sk-|sk_|rk_|whsec_|AIza|hf_|gsk_|xai-|pplx-|r8_|npm_|pypi-|_v1_|SG\.|gh[pousr]_|github_pat_"
-    r"|gl(?:pat|dt|ptt|rt)-|xox|hooks\.slack|discord|eyJ|://"
-    r"|(?-i:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)"
-    r"|pass|pwd|secret|token|key|bearer|authoriz",
-    re.IGNORECASE,
-)
 
 
 def _apply(rule: _Rule, text: str) -> str:
@@ -233,8 +275,9 @@ def _apply(rule: _Rule, text: str) -> str:
 
 def redact(text: str) -> str:
     """``text`` with every recognised secret replaced by ``[REDACTED:<kind>]``; unchanged when there is none."""
-    if not _TRIGGER.search(text):
-        return text
+    lowered = text.lower()
     for rule in _RULES:
-        text = _apply(rule, text)
+        # Rules only insert placeholders, which match no rule: the original text decides which rules can match.
+        if any(needle in lowered for needle in rule.needles):
+            text = _apply(rule, text)
     return text

@@ -142,6 +142,8 @@ LOOKALIKES: list[str] = [
     "-----BEGIN PUBLIC KEY-----\nMIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEA\n-----END PUBLIC KEY-----",
     "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl user@laptop",
     "the meeting is at 12:30:45 and the key: value pairs go in a dict",
+    "primary_key=True, sort_key: created_at, monkey=bananas123, next_page_token_count: 12345678",
+    '{"usage": {"input_tokens": 1234567, "cache_read_input_tokens": 89012345}}',
     "会話の履歴を検索する: パスワードのリセット手順",
     "",
 ]
