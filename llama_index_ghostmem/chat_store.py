@@ -6,15 +6,24 @@ Each chat store key is a conversation (its ``conv_id``); every change is committ
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ghostmem import GhostMem
 from ghostmem.binding import Binding
-from ghostmem.capture import conversation_ids, delete_conversation, load_messages, save_messages
+from ghostmem.capture import (
+    append_messages,
+    conversation_ids,
+    delete_conversation,
+    load_messages,
+    lock_conversation,
+    save_messages,
+)
 from ghostmem.embed import Embedder
 from ghostmem.records import MessageRecord, Platform, Role
 from llama_index.core.llms import ChatMessage, MessageRole
 from llama_index.core.storage.chat_store.base import BaseChatStore
+from psycopg import Connection
 from pydantic import ConfigDict, Field
 from pydantic_core import to_jsonable_python
 
@@ -71,41 +80,58 @@ class GhostMemChatStore(BaseChatStore):
         with store.connection() as conn:
             return load_messages(conn, store.owner, key)
 
-    def _save(self, key: str, records: list[MessageRecord]) -> None:
+    def _save(self, conn: Connection[Any], key: str, records: list[MessageRecord]) -> None:
         store = self.binding.store
-        with store.connection() as conn:
-            save_messages(
-                conn, store.owner, key, PLATFORM, records, embedder=store.embedder, project=self.project
-            )
+        save_messages(
+            conn, store.owner, key, PLATFORM, records, embedder=store.embedder, project=self.project
+        )
 
     def set_messages(self, key: str, messages: list[ChatMessage]) -> None:
-        self._save(key, [_to_record(m) for m in messages])
+        with self.binding.store.connection() as conn:
+            self._save(conn, key, [_to_record(m) for m in messages])
 
     def get_messages(self, key: str) -> list[ChatMessage]:
         return [_from_record(r) for r in self._records(key)]
 
     def add_message(self, key: str, message: ChatMessage) -> None:
-        self._save(key, [*self._records(key), _to_record(message)])
-
-    def delete_messages(self, key: str) -> list[ChatMessage] | None:
-        records = self._records(key)
-        if not records:
-            return None
         store = self.binding.store
         with store.connection() as conn:
+            append_messages(
+                conn,
+                store.owner,
+                key,
+                PLATFORM,
+                [_to_record(message)],
+                embedder=store.embedder,
+                project=self.project,
+            )
+
+    def delete_messages(self, key: str) -> list[ChatMessage] | None:
+        store = self.binding.store
+        with store.connection() as conn:
+            lock_conversation(conn, store.owner, key)
+            records = load_messages(conn, store.owner, key)
             delete_conversation(conn, store.owner, key)
-        return [_from_record(r) for r in records]
+        return [_from_record(r) for r in records] or None
 
     def delete_message(self, key: str, idx: int) -> ChatMessage | None:
-        records = self._records(key)
-        if not 0 <= idx < len(records):
-            return None
-        removed = records.pop(idx)
-        self._save(key, records)
-        return _from_record(removed)
+        return self._remove(key, lambda n: idx)
 
     def delete_last_message(self, key: str) -> ChatMessage | None:
-        return self.delete_message(key, len(self._records(key)) - 1)
+        return self._remove(key, lambda n: n - 1)
+
+    def _remove(self, key: str, position: Callable[[int], int]) -> ChatMessage | None:
+        """Remove one message (its index computed from the current length) in one locked transaction."""
+        store = self.binding.store
+        with store.connection() as conn:
+            lock_conversation(conn, store.owner, key)
+            records = load_messages(conn, store.owner, key)
+            idx = position(len(records))
+            if not 0 <= idx < len(records):
+                return None
+            removed = records.pop(idx)
+            self._save(conn, key, records)
+        return _from_record(removed)
 
     def get_keys(self) -> list[str]:
         store = self.binding.store

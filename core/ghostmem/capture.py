@@ -23,6 +23,17 @@ from ghostmem.store import SaveResult, save_conversation
 TIER = "personal"
 
 
+def lock_conversation(conn: Connection[Any], owner: str, conv_id: str) -> None:
+    """Serialise writers of one captured conversation until the caller's transaction ends.
+
+    Two processes appending to the same session would otherwise both read n messages and both write message n.
+    """
+    conn.execute(
+        "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
+        (f"ghostmem.capture\x1f{owner}\x1f{conv_id}",),
+    )
+
+
 def load_messages(conn: Connection[Any], owner: str, conv_id: str) -> list[MessageRecord]:
     """The messages of a captured conversation, in order (empty when it does not exist)."""
     with conn.cursor(row_factory=dict_row) as cur:
@@ -48,6 +59,7 @@ def save_messages(
     project: str | None = None,
 ) -> SaveResult:
     """Make the stored conversation hold exactly ``messages`` (an empty list deletes it)."""
+    lock_conversation(conn, owner, conv_id)
     if not messages:
         delete_conversation(conn, owner, conv_id)
         return SaveResult()
@@ -94,6 +106,7 @@ def append_messages(
     project: str | None = None,
 ) -> SaveResult:
     """Add ``messages`` at the end of the conversation (created on first use)."""
+    lock_conversation(conn, owner, conv_id)
     existing = load_messages(conn, owner, conv_id)
     return save_messages(
         conn,
@@ -109,6 +122,7 @@ def append_messages(
 
 def delete_conversation(conn: Connection[Any], owner: str, conv_id: str) -> bool:
     """Remove a captured conversation and its messages; False when there was none."""
+    lock_conversation(conn, owner, conv_id)
     row = conn.execute(
         "DELETE FROM ghostmem.conversations WHERE owner = %s AND tier = %s AND conv_id = %s RETURNING 1",
         (owner, TIER, conv_id),

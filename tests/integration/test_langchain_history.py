@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import psycopg
 import pytest
 from ghostmem import GhostMem
+from ghostmem.capture import append_messages
+from ghostmem.records import MessageRecord
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
 from langchain_ghostmem import GhostMemChatMessageHistory, GhostMemTool
@@ -77,3 +83,24 @@ async def test_async_methods(gm: GhostMem) -> None:
 def test_empty_session_id_is_refused(gm: GhostMem) -> None:
     with pytest.raises(ValueError, match="session_id"):
         GhostMemChatMessageHistory("  ", gm)
+
+
+def test_a_second_writer_waits_instead_of_overwriting(gm: GhostMem, pg_dsn: str) -> None:
+    """Writer 2 starts while writer 1's append is uncommitted: it must wait and append after it, not reuse
+    position 0 (each process would otherwise read the same length and write the same message slot)."""
+    gm.connect()  # migrated
+    first = [MessageRecord(native_id="", role="user", text="first writer")]
+    second = [MessageRecord(native_id="", role="user", text="second writer")]
+
+    def append_and_commit() -> None:
+        with psycopg.connect(pg_dsn) as conn:
+            append_messages(conn, gm.owner, "lc-shared", "langchain", second, embedder=None)
+
+    with psycopg.connect(pg_dsn) as conn, ThreadPoolExecutor(1) as pool:
+        append_messages(conn, gm.owner, "lc-shared", "langchain", first, embedder=None)
+        waiting = pool.submit(append_and_commit)
+        time.sleep(0.5)  # writer 2 is now inside its transaction
+        conn.commit()
+        waiting.result(timeout=30)
+    texts = [m.content for m in GhostMemChatMessageHistory("lc-shared", gm).messages]
+    assert texts == ["first writer", "second writer"]
