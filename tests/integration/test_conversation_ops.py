@@ -1,0 +1,219 @@
+"""The reading operations on imported data: lists, threads, summaries, the personal→library fallback, bad args."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ghostmem import GhostMem
+from ghostmem.errors import InvalidArgument, NotFound
+
+from tests.conftest import FIXTURES
+
+pytestmark = pytest.mark.db
+
+NOW = datetime.now(UTC)
+
+
+def _conv(
+    conv_id: str, title: str, days_ago: float, texts: list[str], project: str | None = None
+) -> dict[str, Any]:
+    end = NOW - timedelta(days=days_ago)
+    start = end - timedelta(minutes=len(texts))
+    return {
+        "conv_id": conv_id,
+        "title": title,
+        "project": project,
+        "messages": [
+            {
+                "id": f"{conv_id}-{i}",
+                "role": "user" if i % 2 == 0 else "assistant",
+                "text": text,
+                "ts": (start + timedelta(minutes=i + 1)).isoformat(),
+            }
+            for i, text in enumerate(texts)
+        ],
+    }
+
+
+def import_generic(gm: GhostMem, path: Path, convs: list[dict[str, Any]], tier: str = "personal") -> None:
+    path.write_text("\n".join(json.dumps(c, ensure_ascii=False) for c in convs) + "\n", encoding="utf-8")
+    report = gm.import_paths([path], tier=tier)
+    assert report.ok, report.render()
+
+
+@pytest.fixture
+def store(gm: GhostMem, tmp_path: Path) -> GhostMem:
+    import_generic(
+        gm,
+        tmp_path / "convs.jsonl",
+        [
+            _conv(
+                "fresh",
+                "Fixing the login page",
+                0.1,
+                ["the login page breaks", "clear the cookie"],
+                "acme/My-Webapp",
+            ),
+            _conv("day-old", "Budget for JSAS2026", 1.5, ["plan the JSAS2026 budget", "ok"], None),
+            _conv("week-old", "Vacuum tuning", 6, ["autovacuum is slow", "raise the cost limit"], "ops/db"),
+            _conv("old", "Percent signs 100%_done", 40, ["an old thread", "yes"], "misc"),
+            _conv("long", "A long thread", 3, [f"message number {i}" for i in range(25)], "acme/my-webapp"),
+        ],
+    )
+    return gm
+
+
+def ids(result: Any) -> list[str]:
+    return [row.conv_id for row in result.data.rows]
+
+
+def test_recent_is_newest_activity_first_within_days(store: GhostMem) -> None:
+    assert ids(store.list_recent_conversations(days=2)) == ["fresh", "day-old"]
+    assert ids(store.list_recent_conversations(days=10)) == ["fresh", "day-old", "long", "week-old"]
+    assert ids(store.list_recent_conversations(days=100, limit=2)) == ["fresh", "day-old"]
+
+
+def test_recent_filters_by_project_and_platform(store: GhostMem) -> None:
+    assert ids(store.list_recent_conversations(days=10, project="WEBAPP")) == ["fresh", "long"]
+    assert ids(store.list_recent_conversations(days=10, platform="generic")) == [
+        "fresh",
+        "day-old",
+        "long",
+        "week-old",
+    ]
+    assert ids(store.list_recent_conversations(days=10, platform="codex")) == []
+
+
+def test_project_is_a_case_insensitive_substring_of_title_or_project(store: GhostMem) -> None:
+    assert ids(store.list_project_conversations("my-webapp")) == ["fresh", "long"]
+    assert ids(store.list_project_conversations("jsas2026")) == ["day-old"]  # title only
+    assert ids(store.list_project_conversations("ops/db")) == ["week-old"]
+    assert ids(store.list_project_conversations("misc")) == []  # older than the default 14 days
+    assert ids(store.list_project_conversations("misc", days=60)) == ["old"]
+
+
+def test_project_wildcards_are_literal(store: GhostMem) -> None:
+    # Only one title holds a literal "%" and a literal "_"; as wildcards they would match every row.
+    assert ids(store.list_project_conversations("%", days=60)) == ["old"]
+    assert ids(store.list_project_conversations("_", days=60)) == ["old"]
+    assert ids(store.list_project_conversations("\\", days=60)) == []
+    assert ids(store.list_project_conversations("100%_d", days=60)) == ["old"]
+
+
+def test_list_rows_render_the_exact_header(store: GhostMem) -> None:
+    result = store.list_recent_conversations(days=1)
+    row = result.data.rows[0]
+    first, second = result.text.splitlines()[:2]
+    assert first == (
+        f"[fresh | generic | {row.started_at:%Y-%m-%d %H:%M}→{row.ended_at:%Y-%m-%d %H:%M} | Fixing the login page"
+        f" | {row.topic or '-'} | {'-' if row.cluster is None else row.cluster} | 2 msgs | "
+        f"{'-' if row.intensity is None else format(row.intensity, '.2f')}]"
+    )
+    assert second == "  the login page breaks"
+
+
+def test_get_conversation_pages_in_order(store: GhostMem) -> None:
+    first = store.get_conversation("long", limit=10)
+    data = first.data
+    assert (data.total, data.offset, data.next_offset) == (25, 0, 10)
+    assert [m.text for m in data.messages] == [f"message number {i}" for i in range(10)]
+    assert data.conversation.tier == "personal"
+    assert "offset=10" in first.text
+    last = store.get_conversation("long", offset=20, limit=10).data
+    assert [m.seq for m in last.messages] == list(range(20, 25))
+    assert last.next_offset is None
+    assert store.get_conversation("long", offset=30).data.messages == []
+
+
+def test_personal_first_then_library(gm: GhostMem, tmp_path: Path) -> None:
+    import_generic(gm, tmp_path / "p.jsonl", [_conv("shared", "mine", 1, ["my own copy"])])
+    import_generic(
+        gm,
+        tmp_path / "l.jsonl",
+        [
+            _conv("shared", "library copy", 1, ["the library copy"]),
+            _conv("lib-only", "curated", 1, ["curated"]),
+        ],
+        tier="library",
+    )
+    mine = gm.get_conversation("shared").data
+    assert (mine.conversation.tier, mine.messages[0].text) == ("personal", "my own copy")
+    curated = gm.get_conversation("lib-only")
+    assert curated.data.conversation.tier == "library"
+    assert "tier: library" in curated.text
+    assert gm.get_conversation_summary("lib-only").data.conversation.tier == "library"
+    # Lists are personal memory only.
+    assert "lib-only" not in ids(gm.list_recent_conversations(days=5))
+
+
+def test_unknown_conversation_suggests_search(store: GhostMem) -> None:
+    for call in (store.get_conversation, store.get_conversation_summary):
+        with pytest.raises(NotFound) as err:
+            call("no-such-id")
+        assert "search_personal_memory" in str(err.value)
+        assert "\n" not in str(err.value)
+
+
+def test_summary_takes_head_and_tail_halves(store: GhostMem) -> None:
+    data = store.get_conversation_summary("long", max_messages=6).data
+    assert [m.seq for m in data.head] == [0, 1, 2]
+    assert [m.seq for m in data.tail] == [22, 23, 24]
+    assert data.omitted == 19
+    odd = store.get_conversation_summary("long", max_messages=5).data
+    assert (len(odd.head), len(odd.tail), odd.omitted) == (3, 2, 20)
+    text = store.get_conversation_summary("long", max_messages=6).text
+    assert "19 messages omitted" in text
+
+
+def test_summary_of_a_short_thread_shows_each_message_once(store: GhostMem) -> None:
+    data = store.get_conversation_summary("fresh", max_messages=12).data
+    seqs = [m.seq for m in data.head + data.tail]
+    assert seqs == [0, 1]
+    assert data.omitted == 0
+
+
+def test_summary_bounds_each_message(gm: GhostMem, tmp_path: Path) -> None:
+    import_generic(gm, tmp_path / "big.jsonl", [_conv("big", "big", 1, ["word " * 5000, "short"])])
+    data = gm.get_conversation_summary("big").data
+    assert data.head[0].truncated and len(data.head[0].text) <= 1000
+    assert len(gm.get_conversation_summary("big").text) < 3000
+
+
+@pytest.mark.parametrize(
+    ("op", "args", "fragment"),
+    [
+        ("list_recent_conversations", {"days": -1}, "days"),
+        ("list_recent_conversations", {"days": 10**9}, "days"),
+        ("list_recent_conversations", {"limit": 1000}, "limit"),
+        ("list_recent_conversations", {"platform": "myspace"}, "platform"),
+        ("list_project_conversations", {"project": ""}, "project"),
+        ("get_conversation", {"conv_id": "x", "offset": -1}, "offset"),
+        ("get_conversation_summary", {"conv_id": "x", "max_messages": 1}, "max_messages"),
+        ("search_personal_memory", {"query": "   "}, "query"),
+        ("search_personal_memory", {"query": "x", "limit": 51}, "limit"),
+    ],
+)
+def test_bad_arguments_give_one_line(gm: GhostMem, op: str, args: dict[str, Any], fragment: str) -> None:
+    with pytest.raises(InvalidArgument) as err:
+        gm.run(op, args)
+    message = str(err.value)
+    assert "\n" not in message and fragment in message and op in message
+
+
+def test_bundled_exports_list_and_read(gm: GhostMem) -> None:
+    report = gm.import_paths([FIXTURES])
+    assert report.ok
+    rows = gm.list_recent_conversations(days=36500, limit=100).data.rows
+    platforms = {r.platform for r in rows}
+    assert {"claude_code", "codex", "chatgpt"} <= platforms
+    ends = [r.ended_at for r in rows if r.ended_at is not None]
+    assert ends == sorted(ends, reverse=True)
+    only_codex = gm.list_recent_conversations(days=36500, platform="codex").data.rows
+    assert only_codex and all(r.platform == "codex" for r in only_codex)
+    thread = gm.get_conversation(rows[0].conv_id).data
+    assert thread.total >= len(thread.messages) > 0
+    assert [m.seq for m in thread.messages] == sorted(m.seq for m in thread.messages)

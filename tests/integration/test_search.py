@@ -1,0 +1,220 @@
+"""search_personal_memory on imported data: ranking, every filter, Japanese, iterative scans, plans, explain."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ghostmem import GhostMem
+from ghostmem.args import ListRecentConversationsArgs, SearchPersonalMemoryArgs
+from ghostmem.embed import Embedder
+from ghostmem.program import Program, Query, run_sync
+from ghostmem.search import list_recent_conversations, search_messages, search_personal_memory, strip_names
+from psycopg import Connection
+
+from tests.integration.test_conversation_ops import _conv, import_generic
+
+pytestmark = pytest.mark.db
+
+
+@pytest.fixture
+def store(gm: GhostMem, tmp_path: Path) -> GhostMem:
+    import_generic(
+        gm,
+        tmp_path / "convs.jsonl",
+        [
+            _conv(
+                "pg",
+                "Postgres vacuum",
+                1,
+                ["autovacuum keeps running on the orders table", "lower the vacuum scale factor"],
+                "ops/db",
+            ),
+            _conv("cats", "Cat food", 2, ["which food do cats like", "cats love fish"], "home"),
+            _conv(
+                "jp", "日本語の会話", 3, ["昨日の会話をまとめてください", "はい、会話の要点です"], "nihongo"
+            ),
+            _conv("jp-other", "天気", 3, ["明日の天気はどうですか", "晴れです"], "nihongo"),
+            _conv(
+                "old-pg", "Old vacuum notes", 90, ["vacuum full locks the table", "use pg_repack"], "ops/db"
+            ),
+        ],
+    )
+    return gm
+
+
+def ids(result: Any) -> list[str]:
+    return [row.conv_id for row in result.data.rows]
+
+
+def test_best_match_first_with_its_messages(store: GhostMem) -> None:
+    result = store.search_personal_memory("autovacuum running", limit=3)
+    assert ids(result)[0] == "pg"
+    hit = result.data.rows[0]
+    assert hit.matches[0].text == "autovacuum keeps running on the orders table"
+    assert hit.score >= result.data.rows[-1].score
+    assert result.text.splitlines()[0].startswith("[pg | generic | ")
+    assert "  > #0 " in result.text
+
+
+def test_stemming_finds_other_word_forms(store: GhostMem) -> None:
+    result = store.search_personal_memory("cat", mode="lexical")
+    assert ids(result) == ["cats"]
+
+
+def test_japanese_words_are_found(store: GhostMem) -> None:
+    lexical = store.search_personal_memory("会話", mode="lexical")
+    assert ids(lexical) == ["jp"]
+    assert {m.seq for m in lexical.data.rows[0].matches} == {0, 1}
+    assert ids(store.search_personal_memory("会話"))[0] == "jp"
+    assert ids(store.search_personal_memory("天気", mode="lexical")) == ["jp-other"]
+    # English stemming of the rest of a mixed query does not get in the way.
+    assert set(ids(store.search_personal_memory("running 会話", mode="lexical"))) == {"pg", "jp"}
+
+
+def test_filters_apply(store: GhostMem) -> None:
+    assert set(ids(store.search_personal_memory("vacuum", mode="lexical"))) == {"pg", "old-pg"}
+    assert ids(store.search_personal_memory("vacuum", mode="lexical", days=30)) == ["pg"]
+    assert set(ids(store.search_personal_memory("vacuum", project="OPS/", mode="lexical", days=365))) == {
+        "pg",
+        "old-pg",
+    }
+    assert ids(store.search_personal_memory("vacuum", project="home", mode="lexical")) == []
+    assert ids(store.search_personal_memory("food", project="cat food", mode="lexical")) == ["cats"]  # title
+    assert ids(store.search_personal_memory("vacuum", platform="codex")) == []
+    for mode in ("vector", "hybrid"):
+        found = ids(store.search_personal_memory("vacuum", mode=mode, days=30, project="ops"))
+        assert found == ["pg"]
+
+
+def test_library_only_when_asked(store: GhostMem, tmp_path: Path) -> None:
+    import_generic(
+        store, tmp_path / "lib.jsonl", [_conv("lib", "Curated", 1, ["zeppelin hangar notes"])], "library"
+    )
+    assert "lib" not in ids(store.search_personal_memory("zeppelin"))
+    found = store.search_personal_memory("zeppelin", include_library=True)
+    assert ids(found)[0] == "lib"
+    assert found.data.rows[0].tier == "library"
+
+
+def test_explain_shows_each_leg(store: GhostMem) -> None:
+    plain = store.search_personal_memory("autovacuum")
+    assert all(hit.explain is None for hit in plain.data.rows)
+    top = store.search_personal_memory("autovacuum", explain=True).data.rows[0]
+    assert top.explain is not None
+    assert top.explain["lexical_rank"] == 1 and top.explain["vector_rank"] >= 1
+    assert top.explain["fused"] == pytest.approx(top.score)
+    lexical_only = store.search_personal_memory("autovacuum", explain=True, mode="lexical").data.rows[0]
+    assert lexical_only.explain is not None and lexical_only.explain["vector_rank"] is None
+
+
+def test_owner_isolation(store: GhostMem, pg_dsn: str) -> None:
+    with GhostMem(dsn=pg_dsn, owner=store.owner + "-other", embedder=store.embedder) as other:
+        assert ids(other.search_personal_memory("autovacuum")) == []
+
+
+def test_speaker_names_are_stripped_from_the_dense_query() -> None:
+    assert strip_names("What did Caroline's sister say?", ["caroline"]) == "What did sister say?"
+    assert strip_names("Caroline?", ["caroline"]) == "Caroline?"  # nothing would be left
+    assert strip_names("Carolinea paints", ["caroline"]) == "Carolinea paints"  # whole words only
+
+
+def test_a_mentioned_speaker_does_not_change_lexical_results(gm: GhostMem, tmp_path: Path) -> None:
+    conv = _conv("talk", "talk", 1, ["I planted tomatoes", "Nice garden, Alice!"])
+    conv["messages"][0]["speaker"] = "Alice"
+    conv["messages"][1]["speaker"] = "Bob"
+    import_generic(gm, tmp_path / "t.jsonl", [conv])
+    rows = _messages(gm, "What did Alice plant?", "hybrid")
+    assert rows[0]["text"] == "I planted tomatoes"
+
+
+def _messages(gm: GhostMem, query: str, mode: str, **kw: Any) -> list[dict[str, Any]]:
+    args = SearchPersonalMemoryArgs(query=query, mode=mode, **kw)
+    with gm.connection() as conn:
+        return run_sync(search_messages(gm.context, args, 50), conn, gm.embedder)
+
+
+def _bulk(gm: GhostMem, tmp_path: Path, n_big: int, n_small: int) -> None:
+    convs = [
+        _conv(f"big-{i}", f"big {i}", 1, [f"routine deploy log {i} again", "fine"], "big")
+        for i in range(n_big)
+    ]
+    convs += [
+        _conv(f"tiny-{i}", f"tiny {i}", 1, [f"deploy of tiny {i}", "ok"], "tiny") for i in range(n_small)
+    ]
+    import_generic(gm, tmp_path / "bulk.jsonl", convs)
+
+
+def _run_forced(gm: GhostMem, program: Program[Any], *disabled: str) -> tuple[Any, list[str]]:
+    """Run a program with sequential scans (and ``disabled`` plan types) off; return its result and its plans.
+
+    At test scale a scan of the owner's rows and a sort is cheaper than any index: the settings make the planner
+    pick the plan it picks on a large store.
+    """
+    plans: list[str] = []
+    with gm.connection() as conn:
+        for setting in ("enable_seqscan", *disabled):
+            conn.execute(f"SET LOCAL {setting} = off".encode())
+        result = run_sync(_explaining(program, conn, plans), conn, gm.embedder)
+    return result, plans
+
+
+def _explaining(program: Program[Any], conn: Connection[Any], plans: list[str]) -> Program[Any]:
+    reply: Any = None
+    try:
+        while True:
+            step = program.send(reply)
+            if isinstance(step, Query) and not isinstance(step.text, bytes | str):
+                text = step.text.as_string(conn)
+                if "ghostmem.conversations c" in text:  # the statements of search.py, not its preamble
+                    rows = conn.execute(f"EXPLAIN (COSTS OFF) {text}".encode(), step.params).fetchall()  # type: ignore[arg-type]
+                    plans.append("\n".join(r[0] for r in rows))
+            reply = yield step
+    except StopIteration as done:
+        return done.value
+
+
+def test_narrow_filter_still_fills_the_limit(gm: GhostMem, tmp_path: Path) -> None:
+    """Few rows pass the filter: the HNSW scan must keep going (iterative scan) instead of stopping at ef_search."""
+    _bulk(gm, tmp_path, n_big=300, n_small=8)
+    args = SearchPersonalMemoryArgs(query="routine deploy log again", project="tiny", limit=5, mode="vector")
+    result, plans = _run_forced(gm, search_personal_memory(gm.context, args), "enable_sort")
+    assert "messages_embedding_hnsw" in plans[0]
+    assert len(result.rows) == 5
+    assert all(r.conv_id.startswith("tiny-") for r in result.rows)
+
+
+def test_plans_use_the_indexes(gm: GhostMem, tmp_path: Path) -> None:
+    _bulk(gm, tmp_path, n_big=100, n_small=2)
+    with gm.connection() as conn:
+        conn.execute("ANALYZE ghostmem.messages")
+    args = SearchPersonalMemoryArgs(query="tiny deploy", days=7)
+    result, plans = _run_forced(gm, search_personal_memory(gm.context, args), "enable_sort")
+    assert result.rows[0].conv_id.startswith("tiny-")
+    assert "messages_tsv" in plans[0]
+    assert "messages_embedding_hnsw" in plans[0]
+    recent = list_recent_conversations(gm.context, ListRecentConversationsArgs(days=2))
+    listed, list_plans = _run_forced(gm, recent, "enable_sort")
+    assert listed.rows and "conversations_owner_ended" in list_plans[0]
+
+
+@pytest.mark.model
+def test_real_model_finds_meaning_without_shared_words(
+    pg_dsn: str, owner: str, real_embedder: Embedder, tmp_path: Path
+) -> None:
+    with GhostMem(dsn=pg_dsn, owner=owner, embedder=real_embedder) as gm:
+        import_generic(
+            gm,
+            tmp_path / "m.jsonl",
+            [
+                _conv(
+                    "pet", "new family member", 1, ["We adopted a puppy last week and he chews every shoe"]
+                ),
+                _conv("tax", "paperwork", 1, ["The quarterly tax filing deadline is approaching fast"]),
+                _conv("jp", "会話", 1, ["昨日の会話はとても楽しかった"]),
+            ],
+        )
+        assert ids(gm.search_personal_memory("my young dog destroys footwear", mode="vector"))[0] == "pet"
+        assert ids(gm.search_personal_memory("my young dog destroys footwear"))[0] == "pet"
+        assert ids(gm.search_personal_memory("会話"))[0] == "jp"
