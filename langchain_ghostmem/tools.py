@@ -5,7 +5,7 @@ Nothing here restates a name, description or argument: each tool reads them from
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 from ghostmem import OPS, GhostMem, GhostMemError, OpSpec, get_op
@@ -36,7 +36,7 @@ class GhostMemTool(BaseTool):
     op: str
     binding: Binding = Field(exclude=True, repr=False)
     response_format: Literal["content", "content_and_artifact"] = "content_and_artifact"
-    handle_tool_error: bool | str | Any = True
+    handle_tool_error: bool | str | Callable[[ToolException], str] | None = True
 
     def __init__(
         self,
@@ -84,7 +84,7 @@ class GhostMemTool(BaseTool):
         return result.text, result.data
 
 
-def _validation_message(spec: OpSpec[Any, Any]) -> Any:
+def _validation_message(spec: OpSpec[Any, Any]) -> Callable[[ValidationError], str]:
     """LangChain validates against ``args_schema`` before ``_run``: answer in the same words ghostmem would."""
 
     def message(exc: ValidationError) -> str:
