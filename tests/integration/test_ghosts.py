@@ -629,3 +629,22 @@ def test_cli_remember_ghosts_feedback_and_the_project_map(
     assert revoked.returncode == 0 and "may claim any project" in revoked.stdout
     missing = ghostmem_cli("grant-project", "no_such_role_zz", "alpha", "--dsn", pg_dsn)
     assert missing.returncode == 2 and "there is no database role" in missing.stderr
+
+
+@pytest.mark.model
+def test_real_model_finds_a_rule_by_meaning(pg_dsn: str, owner: str, real_embedder: Any) -> None:
+    rules = [
+        "Never deploy to production on a Friday afternoon",
+        "Run the database migrations before starting the test suite",
+        "Keep API keys out of the repository; use the secrets manager",
+        "Write the changelog entry in the same pull request",
+    ]
+    with GhostMem(dsn=pg_dsn, owner=owner, embedder=real_embedder) as store:
+        ids = [store.remember(rule).data.memory.memory_id for rule in rules]
+        top = store.search_ghost_memories("shipping a release right before the weekend", limit=2).data.rows
+        assert top[0].memory_id == ids[0]
+        assert top[0].breakdown["semantic"] > top[1].breakdown["semantic"]
+        again = store.remember("Never deploy to production on Friday afternoons").data  # cosine distance 0.04
+        assert not again.created and again.memory.memory_id == ids[0]
+        # the opposite rule is as close as a paraphrase (0.10): the threshold keeps it a memory of its own
+        assert store.remember("Always deploy to production on a Friday afternoon").data.created
