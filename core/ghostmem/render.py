@@ -8,6 +8,7 @@ bounded, so one tool call never floods a model's context.
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 from ghostmem.models import (
     ConversationList,
@@ -92,9 +93,24 @@ def search_result(result: SearchResult) -> str:
     for hit in result.rows:
         lines.append(f"{row_header(hit)} score={hit.score:.4f}")
         lines.append(f"  {clip(hit.snippet, SNIPPET_CHARS)}")
+        if hit.explain is not None:
+            lines.append(f"  why: {explain_line(hit.explain)}")
         for match in hit.matches:
             lines.append(f"  > {message_line(match, MATCH_CHARS)}")
     return _bounded(lines)
+
+
+def explain_line(explain: dict[str, Any]) -> str:
+    """Each leg's rank and score for a hit's best message (``-`` when a leg did not find it)."""
+
+    def leg(rank: Any, value: Any, what: str) -> str:
+        return f"#{rank} ({what} {value:.3f})" if rank is not None and value is not None else "-"
+
+    return (
+        f"lexical {leg(explain.get('lexical_rank'), explain.get('lexical_score'), 'bm25')}"
+        f" · vector {leg(explain.get('vector_rank'), explain.get('vector_distance'), 'distance')}"
+        f" · fused {explain.get('fused', 0):.4f} (message #{explain.get('message_seq')})"
+    )
 
 
 def thread(result: Thread) -> str:

@@ -1,0 +1,136 @@
+"""What a model reads: the exact row header, bounded text, and the messages of empty results."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta, timezone
+
+from ghostmem import render
+from ghostmem.models import (
+    ConversationList,
+    ConversationRow,
+    ConversationSummary,
+    MessageView,
+    SearchHit,
+    SearchResult,
+    Thread,
+)
+
+START = datetime(2026, 3, 1, 9, 5, tzinfo=UTC)
+
+
+def row(**kw: object) -> ConversationRow:
+    fields: dict[str, object] = {
+        "conv_id": "abc123",
+        "tier": "personal",
+        "platform": "claude_code",
+        "started_at": START,
+        "ended_at": START + timedelta(hours=2, minutes=30),
+        "title": "Fix the login page",
+        "topic": "auth",
+        "cluster": 3,
+        "msg_count": 14,
+        "intensity": 0.456,
+        "snippet": "the login   page\nbreaks on Safari",
+    }
+    fields.update(kw)
+    return ConversationRow.model_validate(fields)
+
+
+def test_row_header_is_exact() -> None:
+    assert render.row_header(row()) == (
+        "[abc123 | claude_code | 2026-03-01 09:05→2026-03-01 11:35 | Fix the login page | auth | 3 | 14 msgs | 0.46]"
+    )
+
+
+def test_row_header_of_missing_fields() -> None:
+    bare = row(
+        started_at=None, ended_at=None, title=None, topic=None, cluster=None, intensity=None, msg_count=0
+    )
+    assert render.row_header(bare) == "[abc123 | claude_code | ?→? | (untitled) | - | - | 0 msgs | -]"
+
+
+def test_times_are_utc() -> None:
+    tokyo = timezone(timedelta(hours=9))
+    shifted = row(started_at=datetime(2026, 3, 1, 18, 5, tzinfo=tokyo), ended_at=None)
+    assert "2026-03-01 09:05→?" in render.row_header(shifted)
+
+
+def test_list_row_is_header_then_snippet() -> None:
+    text = render.conversation_list(ConversationList(rows=[row()]))
+    header, snippet = text.split("\n")
+    assert header == render.row_header(row())
+    assert snippet == "  the login page breaks on Safari"
+
+
+def test_long_titles_and_snippets_are_clipped() -> None:
+    long = row(title="t" * 500, snippet="s" * 5000)
+    header, snippet = render.conversation_row(long).split("\n")
+    assert f"| {'t' * (render.TITLE_CHARS - 1)}… |" in header
+    assert len(snippet.strip()) == render.SNIPPET_CHARS
+
+
+def test_clip_never_cuts_short_text() -> None:
+    assert render.clip("a  b\n c", 10) == "a b c"
+    assert render.clip(None, 10) == ""
+    assert render.clip("abcdefghij", 5) == "abcd…"
+
+
+def test_empty_results_say_what_to_do() -> None:
+    assert "search_personal_memory" in render.conversation_list(ConversationList(rows=[]))
+    assert "'zeppelin'" in render.search_result(SearchResult(query="zeppelin", rows=[]))
+
+
+def _hit(i: int, text: str = "a match", explain: dict[str, object] | None = None) -> SearchHit:
+    return SearchHit(
+        **row(conv_id=f"c{i}").model_dump(),
+        score=0.5 / (i + 1),
+        matches=[MessageView(seq=4, role="user", speaker="Ann", ts=START, text=text)],
+        explain=explain,
+    )
+
+
+def test_search_hit_shows_score_and_matches() -> None:
+    lines = render.search_result(SearchResult(query="q", rows=[_hit(0)])).split("\n")
+    assert lines[0] == render.row_header(row(conv_id="c0")) + " score=0.5000"
+    assert lines[2] == "  > #4 2026-03-01 09:05 user:Ann: a match"
+
+
+def test_explain_line_names_each_leg() -> None:
+    explain = {
+        "lexical_rank": 2,
+        "lexical_score": 3.25,
+        "vector_rank": None,
+        "vector_distance": None,
+        "fused": 0.0161,
+        "message_seq": 4,
+    }
+    text = render.search_result(SearchResult(query="q", rows=[_hit(0, explain=explain)]))
+    assert "  why: lexical #2 (bm25 3.250) · vector - · fused 0.0161 (message #4)" in text
+
+
+def test_answers_are_bounded() -> None:
+    hits = [_hit(i, text="x" * 5000) for i in range(50)]
+    text = render.search_result(SearchResult(query="q", rows=hits))
+    assert len(text) <= render.MAX_TEXT_CHARS + 200
+    assert text.endswith("more lines cut to keep this answer short")
+    assert max(len(line) for line in text.split("\n")) < render.MATCH_CHARS + 100
+
+
+def test_thread_says_how_to_continue() -> None:
+    msgs = [MessageView(seq=i, role="assistant", text=f"m{i}") for i in range(10, 12)]
+    text = render.thread(Thread(conversation=row(), messages=msgs, offset=10, total=30, next_offset=12))
+    lines = text.split("\n")
+    assert lines[1] == "tier: personal · messages 10–11 of 30"
+    assert lines[-1] == "… more messages: call again with offset=12"
+
+
+def test_summary_marks_the_omitted_middle() -> None:
+    head = [MessageView(seq=0, role="user", text="first")]
+    tail = [MessageView(seq=9, role="assistant", text="last")]
+    text = render.summary(
+        ConversationSummary(conversation=row(project="acme/web"), head=head, tail=tail, omitted=8)
+    )
+    lines = text.split("\n")
+    assert lines[1] == "project: acme/web"
+    assert lines[3] == "… 8 messages omitted (get_conversation reads them) …"
+    assert lines[2].endswith("user: first") and lines[4].endswith("assistant: last")
