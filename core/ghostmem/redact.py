@@ -81,7 +81,8 @@ _E = r"(?![A-Za-z0-9_-])"
 # these words, so ``max_tokens``, ``token_count`` and ``password_hash`` are not keys of secrets.
 _PASSWORD_WORDS = r"password|passwd|passphrase|pwd"
 _SECRET_WORDS = (
-    r"client[_-]?secret|secret[_-]?key|secret|api[_-]?key|apikey|access[_-]?key|private[_-]?key"
+    r"client[_-]?secret|secret[_-]?key|secret|api[_-]?key|apikey|access[_-]?key|private[_-]?key|account[_-]?key"
+    r"|signing[_-]?key|encryption[_-]?key|master[_-]?key"
     r"|auth[_-]?token|access[_-]?token|refresh[_-]?token|session[_-]?token|token"
 )
 
@@ -174,6 +175,17 @@ _RULES: tuple[_Rule, ...] = (
     _rule("pypi_token", "pypi-", _B + r"(?P<secret>pypi-AgE[A-Za-z0-9_-]{50,})"),
     _rule("digitalocean_token", "_v1_", _B + r"(?P<secret>do[por]_v1_[a-f0-9]{64})"),
     _rule("sendgrid_key", "sg.", _B + r"(?P<secret>SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43})"),
+    _rule("google_oauth_secret", "gocspx-", _B + r"(?P<secret>GOCSPX-[A-Za-z0-9_-]{24,})"),
+    _rule("google_oauth_token", "ya29.", _B + r"(?P<secret>ya29\.[A-Za-z0-9_-]{20,})", _value_is(_has_digit)),
+    _rule(
+        "shopify_token", "shpat_ shpss_ shpca_ shppa_", _B + r"(?P<secret>shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32})"
+    ),
+    _rule("databricks_token", "dapi", _B + r"(?P<secret>dapi[a-f0-9]{32}(?:-\d)?)" + _E),
+    _rule("linear_key", "lin_api_", _B + r"(?P<secret>lin_api_[A-Za-z0-9]{40})"),
+    _rule(
+        "notion_token", "ntn_ secret_", _B + r"(?P<secret>ntn_[A-Za-z0-9]{40,}|secret_[A-Za-z0-9]{43})" + _E
+    ),
+    _rule("supabase_token", "sbp_", _B + r"(?P<secret>sbp_[a-f0-9]{40})"),
     _rule(
         "github_token",
         "ghp_ gho_ ghu_ ghs_ ghr_ github_pat_",

@@ -53,6 +53,7 @@ GITLAB = "glpat-" + _rand(20, _ALNUM + "-_")
 SLACK_BOT = "xoxb-1234567890-1234567890123-" + _rand(24)
 SLACK_USER = "xoxp-1234567890-" + _rand(30)
 SLACK_HOOK = "T0123ABCD/B0123ABCD/" + _rand(24)
+AZURE_KEY = _rand(86, _ALNUM + "+/") + "=="
 AWS_ID = "AKIA" + _rand(16, string.ascii_uppercase + string.digits)
 
 # (text containing the secret, the secret itself, its expected kind)
@@ -106,6 +107,13 @@ SECRETS: list[tuple[str, str, str]] = [
     ("passwd: letmein99", "letmein99", "password"),
     ("SECRET_KEY = 'django-insecure-8f3k2m1x9q'", "django-insecure-8f3k2m1x9q", "secret"),
     ("client_secret: 9aF3kL0pQ7zX2vB6", "9aF3kL0pQ7zX2vB6", "secret"),
+    ("GOOGLE_CLIENT_SECRET=GOCSPX-" + _rand(28, _ALNUM + "-_"), "GOCSPX-", "google_oauth_secret"),
+    ("shopify: shpat_" + _rand(32, "0123456789abcdef"), "shpat_", "shopify_token"),
+    ("DATABRICKS_TOKEN=dapi" + _rand(32, "0123456789abcdef"), "dapi", "databricks_token"),
+    ("LINEAR=lin_api_" + _rand(40), "lin_api_", "linear_key"),
+    ("notion ntn_" + _rand(46), "ntn_", "notion_token"),
+    ("supabase sbp_" + _rand(40, "0123456789abcdef"), "sbp_", "supabase_token"),
+    (f"DefaultEndpointsProtocol=https;AccountName=acme;AccountKey={AZURE_KEY};", AZURE_KEY, "secret"),
     ("MISTRAL_API_KEY=Xk4mP9qR2sT7vW1yZ3bC5dF8gH0jK6nL", "Xk4mP9qR2sT7vW1yZ3bC5dF8gH0jK6nL", "api_key"),
     ("x-api-key: 0a1b2c3d4e5f6a7b8c9d", "0a1b2c3d4e5f6a7b8c9d", "api_key"),
     ("--token 4f9a8b7c6d5e4f3a2b1c", "4f9a8b7c6d5e4f3a2b1c", "token"),
