@@ -7,7 +7,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import psycopg
 import pytest
-from ghostmem import GhostMem
+from adapter_support import seed_conversations
+from ghostmem import Embedder, GhostMem
 from ghostmem.capture import append_messages
 from ghostmem.records import MessageRecord
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
@@ -104,3 +105,17 @@ def test_a_second_writer_waits_instead_of_overwriting(gm: GhostMem, pg_dsn: str)
         waiting.result(timeout=30)
     texts = [m.content for m in GhostMemChatMessageHistory("lc-shared", gm).messages]
     assert texts == ["first writer", "second writer"]
+
+
+@pytest.mark.model
+def test_recorded_conversation_is_found_by_meaning_with_the_real_model(
+    pg_dsn: str, owner: str, real_embedder: Embedder
+) -> None:
+    with GhostMem(dsn=pg_dsn, owner=owner, embedder=real_embedder) as store:
+        seed_conversations(store)
+        history = GhostMemChatMessageHistory("lc-meaning", store)
+        history.add_user_message("My sourdough starter smells like nail polish remover and barely rises.")
+        history.add_ai_message("It is hungry: feed it twice a day with equal weights of flour and water.")
+        # No word in common with the conversation: only the embedding can connect them.
+        hits = store.search_personal_memory(query="fermented bread culture problems", limit=3).data.rows
+        assert hits[0].conv_id == "lc-meaning"
