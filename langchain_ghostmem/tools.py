@@ -65,6 +65,11 @@ class GhostMemTool(BaseTool):
     def spec(self) -> OpSpec[Any, Any]:
         return get_op(self.op)
 
+    @property
+    def owner(self) -> str:
+        """Whose memory this tool reads and writes (fixed by the application)."""
+        return self.binding.owner
+
     def _run(
         self, run_manager: CallbackManagerForToolRun | None = None, **arguments: Any
     ) -> tuple[str, BaseModel]:

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 from adapter_support import seed_conversations, seed_rule
-from ghostmem import OPS, GhostMem
+from ghostmem import OPS, GhostMem, HashEmbedder
 from ghostmem.binding import Binding
 from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool
@@ -44,12 +44,14 @@ class _PerOp:
     """Runs the standard suite once per operation, each on its own owner and freshly seeded data."""
 
     op: str
+    dsn: str
     binding: Binding
     example: dict[str, Any]
 
     @pytest.fixture(autouse=True, params=OP_NAMES)
-    async def _per_op(self, request: pytest.FixtureRequest, gm: GhostMem) -> AsyncIterator[None]:
+    async def _per_op(self, request: pytest.FixtureRequest, gm: GhostMem, pg_dsn: str) -> AsyncIterator[None]:
         self.op = request.param
+        self.dsn = pg_dsn
         self.binding = Binding(gm)
         self.example = example_arguments(self.op, gm)
         yield
@@ -66,6 +68,12 @@ class _PerOp:
     @property
     def tool_invoke_params_example(self) -> dict[str, Any]:
         return self.example
+
+    @property
+    def init_from_env_params(self) -> tuple[dict[str, str], dict[str, Any], dict[str, Any]]:
+        """GHOSTMEM_OWNER configures whose memory a tool built from a bare DSN serves."""
+        params = {"op": self.op, "store": self.dsn, "embedder": HashEmbedder()}
+        return {"GHOSTMEM_OWNER": "owner-from-env"}, params, {"owner": "owner-from-env", "name": self.op}
 
 
 class TestGhostMemToolsUnit(_PerOp, ToolsUnitTests):
