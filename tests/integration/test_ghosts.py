@@ -11,6 +11,7 @@ import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -557,8 +558,23 @@ def test_role_project_map_refuses_claims_outside_it(
     with psycopg.connect(dsn) as conn, pytest.raises(psycopg.errors.InsufficientPrivilege, match="beta"):
         conn.execute(sql.SQL("SET LOCAL ROLE {}").format(sql.Identifier(RUNTIME)))
         conn.execute("SELECT * FROM agent.search_ghost_ranked(%s, 'beta', '', NULL)", (owner,))
+    # feedback by id with no bound project: only memories visible under a project the role may claim
+    betas = remember_at(admin, owner, "beta's rule", scope="project", project="beta")
+    restricted = remember_at(
+        admin, owner, "shared with beta and alpha", scope="shared-restricted", allowlist=["beta", "alpha"]
+    )
+    with pytest.raises(NotFound):
+        run_as(dsn, owner, "give_feedback", {"memory_id": betas, "signal": "endorse"})
+    assert (
+        run_as(dsn, owner, "give_feedback", {"memory_id": restricted, "signal": "endorse"}).memory.memory_id
+        == restricted
+    )
     assert revoke_project(admin, role, "alpha") == []
-    assert run_as(dsn, owner, "search_ghost_memories", {"current_project": "beta"}).rows == []
+    assert (
+        run_as(dsn, owner, "give_feedback", {"memory_id": betas, "signal": "endorse"}).memory.memory_id
+        == betas
+    )
+    assert run_as(dsn, owner, "search_ghost_memories", {"current_project": "beta"}).rows != []
     with pytest.raises(InvalidArgument, match="no database role"):
         grant_project(admin, "no_such_role_" + uuid.uuid4().hex[:6], "alpha")
 
@@ -648,3 +664,15 @@ def test_real_model_finds_a_rule_by_meaning(pg_dsn: str, owner: str, real_embedd
         assert not again.created and again.memory.memory_id == ids[0]
         # the opposite rule is as close as a paraphrase (0.10): the threshold keeps it a memory of its own
         assert store.remember("Always deploy to production on a Friday afternoon").data.created
+
+
+def test_concurrent_identical_remembers_store_one_memory(pg_dsn: str, owner: str) -> None:
+    def remember_once(_: int) -> tuple[int, bool]:
+        with GhostMem(dsn=pg_dsn, owner=owner, embedder=HashEmbedder()) as store:
+            data = store.remember("Pin every dependency in the lock file").data
+            return data.memory.memory_id, data.created
+
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(remember_once, range(4)))
+    assert len({mid for mid, _ in results}) == 1
+    assert sorted(created for _, created in results) == [False, False, False, True]
