@@ -57,6 +57,7 @@ class Binding:
             settings=self.store.settings, embedder=self.store.embedder, current_project=self.current_project
         )
         self.bound: frozenset[str] = PROJECT_ARGUMENTS if self.current_project is not None else frozenset()
+        self._models: dict[str, type[OpArgs]] = {}
 
     @property
     def owner(self) -> str:
@@ -67,8 +68,10 @@ class Binding:
         return self.store.context.current_project
 
     def args_model(self, spec: OpSpec[Any, Any]) -> type[OpArgs]:
-        """The argument model a model sees for ``spec`` (bound arguments removed)."""
-        return spec.public_args_model(self.bound)
+        """The argument model a model sees for ``spec`` (bound arguments removed), built once per operation."""
+        if spec.name not in self._models:
+            self._models[spec.name] = spec.public_args_model(self.bound)
+        return self._models[spec.name]
 
     def json_schema(self, spec: OpSpec[Any, Any]) -> dict[str, Any]:
         """The input schema in the shape function-calling APIs use (no top-level title or extras flag)."""
