@@ -112,8 +112,9 @@ def save_conversation(
     key = (owner, tier, record.conv_id)
     # Two imports of the same conversation at once take turns here, so neither duplicates nor interleaves.
     conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", ("\x1f".join(key),))
-    if conn.execute(
-        "SELECT 1 FROM ghostmem.forgotten WHERE owner = %s AND conv_id = %s", (owner, record.conv_id)
+    if conn.execute(  # a forgotten session takes its subagent conversations with it
+        "SELECT 1 FROM ghostmem.forgotten WHERE owner = %s AND conv_id IN (%s, %s)",
+        (owner, record.conv_id, record.parent_conv_id or record.conv_id),
     ).fetchone():
         return SaveResult(skipped="forgotten")
     created, updated = _upsert_conversation(conn, owner, tier, record)

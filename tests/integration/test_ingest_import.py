@@ -388,3 +388,20 @@ def test_summaries_title_sessions_in_other_files_in_either_order(gm: GhostMem, t
         fh.write(json.dumps(cc("user", "z3", "z2", "third prompt", sessionId="z-session")) + "\n")
     gm.import_paths([tmp_path / "projects"])
     assert conversation(gm, "z-session")["title"] == "CI cache work"
+
+
+def test_forgetting_a_session_keeps_its_subagents_out_too(gm: GhostMem, tmp_path: Path) -> None:
+    project = tmp_path / "-workspace"
+    project.mkdir()
+    shutil.copy(
+        FIXTURES / "claude_code" / "projects" / "-workspace" / "c45af7b1-cb7c-4e51-93db-8cbb250a877a.jsonl",
+        project,
+    )
+    gm.import_paths([project])
+    with gm.connection() as conn:
+        assert forget(conn, gm.owner, "c45af7b1-cb7c-4e51-93db-8cbb250a877a") == [
+            "c45af7b1-cb7c-4e51-93db-8cbb250a877a"
+        ]
+    shutil.copy(FIXTURES / "claude_code" / "projects" / "-workspace" / "agent-af1ff21.jsonl", project)
+    report = gm.import_paths([project])
+    assert report.counts("claude_code").forgotten == 1 and counts(gm) == (0, 0)

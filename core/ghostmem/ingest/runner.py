@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
+import zipfile
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -216,8 +217,15 @@ def _import_source(
                 _save_state(conn, owner, tier, source.key, size, mtime_ns, size, digest, dict(row[4]))
                 report.files_unchanged += 1
                 return
-        for item in PARSERS[source.platform](source, state):
-            _handle(conn, owner, tier, source.label, item, report)
+        try:
+            for item in PARSERS[source.platform](source, state):
+                _handle(conn, owner, tier, source.label, item, report)
+        except (OSError, ValueError, KeyError, TypeError, AttributeError, zipfile.BadZipFile) as exc:
+            # input no parser foresaw: what was committed stays, the file is reported and read again next time
+            logger.exception("cannot import %s", source.label)
+            report.files_skipped += 1
+            report.problems.append(Problem(source.label, 0, f"cannot import: {type(exc).__name__}: {exc}"))
+            return
         if source.kind == "append":
             digest = _head_hash(source, min(int(state.get("offset", 0)), _HEAD_BYTES))
         _save_state(
