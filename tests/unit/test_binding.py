@@ -1,0 +1,58 @@
+"""Binding (what adapters share) without a database: argument checks, bound arguments, owner and store reuse."""
+
+from __future__ import annotations
+
+import pytest
+from ghostmem import GhostMem, HashEmbedder, InvalidArgument, get_op
+from ghostmem.binding import Binding
+
+DSN = "postgresql://nobody@127.0.0.1:1/none"  # never connected to: nothing here runs an operation
+
+
+def test_validate_keeps_only_the_arguments_given() -> None:
+    binding = Binding(DSN, embedder=HashEmbedder())
+    assert binding.validate(get_op("search_personal_memory"), {"query": "  hi  ", "limit": 3}) == {
+        "query": "hi",
+        "limit": 3,
+    }
+
+
+@pytest.mark.parametrize(
+    ("op", "args", "fragment"),
+    [
+        ("search_personal_memory", {"query": "a\x00b"}, "query: must not contain NUL characters"),
+        ("remember", {"content": "x", "allowlist": ["ok", "b\x00d"]}, "allowlist: must not contain NUL"),
+        (
+            "remember",
+            {"content": "x", "allowlist": ["ok", "bad\ud800"]},
+            "allowlist.1: Input should be a valid string",
+        ),
+        ("list_recent_conversations", {"a\nb": 1}, "'a\\nb': Extra inputs are not permitted"),
+        ("list_recent_conversations", ["days", 3], "arguments must be an object"),
+    ],
+)
+def test_unstorable_or_malformed_arguments_are_one_line(op: str, args: object, fragment: str) -> None:
+    with pytest.raises(InvalidArgument) as err:
+        Binding(DSN, embedder=HashEmbedder()).validate(get_op(op), args)  # type: ignore[arg-type]
+    assert fragment in str(err.value) and "\n" not in str(err.value)
+
+
+def test_bound_project_leaves_the_schema_and_is_refused_as_an_argument() -> None:
+    binding = Binding(DSN, embedder=HashEmbedder(), current_project="webapp")
+    spec = get_op("search_ghost_memories")
+    assert "current_project" not in binding.json_schema(spec)["properties"]
+    assert "title" not in binding.json_schema(spec)
+    assert binding.args_model(spec) is binding.args_model(spec)
+    with pytest.raises(InvalidArgument, match="current_project: Extra inputs are not permitted"):
+        binding.validate(spec, {"current_project": "other"})
+    assert binding.astore.context.current_project == "webapp"
+
+
+def test_a_given_store_is_reused_unless_owner_or_project_differ() -> None:
+    store = GhostMem(dsn=DSN, owner="alice", embedder=HashEmbedder())
+    assert Binding(store).store is store
+    other = Binding(store, owner="bob", current_project="p")
+    assert other.store is not store
+    assert (other.owner, other.current_project, other.store.settings.dsn) == ("bob", "p", DSN)
+    assert other.store.embedder is store.embedder and other.astore.embedder is store.embedder
+    assert store.owner == "alice"
