@@ -84,11 +84,11 @@ def _add_field(parser: argparse.ArgumentParser, spec: OpSpec[Any, Any], name: st
             kwargs["default"] = argparse.SUPPRESS
         parser.add_argument(name, **kwargs)
         return
-    flag = "--" + name.replace("_", "-")
+    flags = ["--" + name.replace("_", "-"), *([spec.cli_aliases[name]] if name in spec.cli_aliases else [])]
     if annotation is bool:
-        parser.add_argument(flag, action="store_true", default=argparse.SUPPRESS, help=info.description)
+        parser.add_argument(*flags, action="store_true", default=argparse.SUPPRESS, help=info.description)
         return
-    parser.add_argument(flag, dest=name, default=argparse.SUPPRESS, required=info.is_required(), **kwargs)
+    parser.add_argument(*flags, dest=name, default=argparse.SUPPRESS, required=info.is_required(), **kwargs)
 
 
 def _op_handler(spec: OpSpec[Any, Any]) -> Handler:
@@ -143,7 +143,7 @@ def cmd_migrate(args: argparse.Namespace) -> int:
     from ghostmem import db
 
     gm = store(args)
-    applied = db.prepare(gm.dsn, gm.embedder.dim, gm.embedder.name)
+    applied = db.prepare(gm.dsn, gm.embedder.dim, gm.embedder.name, gm.settings.runtime_role)
     emit(
         args,
         "applied: " + (", ".join(applied) if applied else "nothing (schema is current)"),

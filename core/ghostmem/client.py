@@ -90,7 +90,7 @@ class _Base:
 
     def _prepare(self) -> str:
         dsn = self.dsn
-        db.prepare(dsn, self.embedder.dim, self.embedder.name)
+        db.prepare(dsn, self.embedder.dim, self.embedder.name, self.settings.runtime_role)
         return dsn
 
     def _args(self, spec: OpSpec[Any, Any], arguments: Mapping[str, Any] | BaseModel | None) -> Any:

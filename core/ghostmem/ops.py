@@ -53,6 +53,7 @@ class OpSpec(Generic[A, R]):
     cli_positional: tuple[str, ...] = ()
     writes: bool = False
     bindable: frozenset[str] = field(default_factory=frozenset)
+    cli_aliases: Mapping[str, str] = field(default_factory=dict)  # field → an extra, shorter CLI flag
 
     def parse(self, arguments: Mapping[str, Any] | A | None) -> A:
         """Validate raw arguments into the args model; a bad argument raises :class:`InvalidArgument`."""
@@ -194,6 +195,7 @@ OPS: tuple[OpSpec[Any, Any], ...] = (
         cli_name="ghosts",
         cli_positional=("query",),
         bindable=frozenset({"current_project"}),
+        cli_aliases={"current_project": "--project"},
     ),
     OpSpec(
         name="remember",

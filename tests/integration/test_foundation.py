@@ -128,3 +128,26 @@ def test_program_driver_runs_queries_in_one_transaction(gm: GhostMem) -> None:
 
     with gm.connection() as conn:
         assert run_sync(program(), conn, gm.embedder) == 3
+
+
+def test_current_schema_needs_no_create_rights(pg_dsn: str) -> None:
+    """Once migrated, an application may connect with a login role that cannot create anything."""
+    prepare(pg_dsn, 384, "hash")
+    role = f"ghostmem_app_{os.getpid()}"
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute(f"DROP ROLE IF EXISTS {role}")
+        conn.execute(f"CREATE ROLE {role} LOGIN")
+        conn.execute(f"GRANT USAGE ON SCHEMA ghostmem_migrations, ghostmem TO {role}")
+        conn.execute(f"GRANT SELECT ON ghostmem_migrations.applied, ghostmem.settings TO {role}")
+    info = psycopg.conninfo.conninfo_to_dict(pg_dsn)
+    info["user"] = role
+    app_dsn = psycopg.conninfo.make_conninfo(**info)
+    try:
+        with psycopg.connect(app_dsn) as conn, pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute("CREATE SCHEMA ghostmem_probe")
+        assert prepare(app_dsn, 384, "hash") == []
+    finally:
+        with psycopg.connect(pg_dsn, autocommit=True) as conn:
+            conn.execute(f"REVOKE ALL ON ALL TABLES IN SCHEMA ghostmem_migrations, ghostmem FROM {role}")
+            conn.execute(f"REVOKE ALL ON SCHEMA ghostmem_migrations, ghostmem FROM {role}")
+            conn.execute(f"DROP ROLE {role}")

@@ -15,7 +15,7 @@ import psycopg
 from pgvector.psycopg import register_vector, register_vector_async
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
-from ghostmem.config import Settings
+from ghostmem.config import DEFAULT_RUNTIME_ROLE, Settings
 from ghostmem.db import migrate as migrations
 from ghostmem.db.server import EmbeddedServer
 from ghostmem.errors import DatabaseUnavailable
@@ -51,10 +51,17 @@ def connect(dsn: str, **kwargs: Any) -> psycopg.Connection[Any]:
         ) from exc
 
 
-def prepare(dsn: str, dims: int, embed_model: str) -> list[str]:
-    """Check the server and apply pending migrations; returns the migrations applied now."""
+def prepare(dsn: str, dims: int, embed_model: str, runtime_role: str = DEFAULT_RUNTIME_ROLE) -> list[str]:
+    """Check the server and apply pending migrations; returns the migrations applied now.
+
+    A schema that is already current is only checked, never touched, so an application may connect with a
+    login role that has no CREATE rights once an administrator has migrated.
+    """
     with connect(dsn, autocommit=True) as conn:
-        return migrations.migrate(conn, dims, embed_model)
+        if migrations.is_current(conn):
+            migrations.check_dims(conn, dims)
+            return []
+        return migrations.migrate(conn, dims, embed_model, runtime_role)
 
 
 def _configure(conn: psycopg.Connection[Any]) -> None:

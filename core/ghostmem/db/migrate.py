@@ -49,8 +49,20 @@ def applied(conn: Connection[Any]) -> list[int]:
     return [r[0] for r in conn.execute("SELECT version FROM ghostmem_migrations.applied ORDER BY version")]
 
 
-def migrate(conn: Connection[Any], dims: int, embed_model: str) -> list[str]:
-    """Apply every pending migration; returns the names applied. ``conn`` must be in autocommit mode."""
+def is_current(conn: Connection[Any]) -> bool:
+    """Every shipped migration is recorded (read-only: needs no privilege beyond reading the table)."""
+    try:
+        return set(applied(conn)) >= {m.version for m in available()}
+    except errors.InsufficientPrivilege:
+        return False
+
+
+def migrate(conn: Connection[Any], dims: int, embed_model: str, runtime_role: str) -> list[str]:
+    """Apply every pending migration; returns the names applied. ``conn`` must be in autocommit mode.
+
+    Migrations read ``ghostmem.dims``, ``ghostmem.embed_model`` and ``ghostmem.runtime_role`` with
+    ``current_setting``: values are set per transaction, never formatted into the SQL text.
+    """
     conn.execute("SELECT pg_advisory_lock(%s)", (MIGRATION_LOCK,))
     try:
         _ensure_extensions(conn)
@@ -67,6 +79,7 @@ def migrate(conn: Connection[Any], dims: int, embed_model: str) -> list[str]:
             with conn.transaction():
                 conn.execute("SELECT set_config('ghostmem.dims', %s, true)", (str(dims),))
                 conn.execute("SELECT set_config('ghostmem.embed_model', %s, true)", (embed_model,))
+                conn.execute("SELECT set_config('ghostmem.runtime_role', %s, true)", (runtime_role,))
                 conn.execute(migration.text.encode("utf-8"))  # a file shipped with the package
                 conn.execute(
                     "INSERT INTO ghostmem_migrations.applied (version, name) VALUES (%s, %s)",
