@@ -405,3 +405,37 @@ def test_forgetting_a_session_keeps_its_subagents_out_too(gm: GhostMem, tmp_path
     shutil.copy(FIXTURES / "claude_code" / "projects" / "-workspace" / "agent-af1ff21.jsonl", project)
     report = gm.import_paths([project])
     assert report.counts("claude_code").forgotten == 1 and counts(gm) == (0, 0)
+
+
+def test_gemini_project_hash_resolved_from_known_projects(gm: GhostMem, tmp_path: Path) -> None:
+    import hashlib
+
+    root = "/home/me/src/weather-app"
+    digest = hashlib.sha256(root.encode()).hexdigest()
+    chats = tmp_path / "gemini" / digest / "chats"
+    chats.mkdir(parents=True)
+    doc = {"sessionId": "gem-1", "projectHash": digest, "startTime": "2026-01-01T10:00:00Z",
+           "lastUpdated": "2026-01-01T10:05:00Z", "messages": [{"id": "1", "type": "user", "content": "add a forecast"}]}  # fmt: skip
+    (chats / "session-2026-01-01T10-00-gem1.json").write_text(json.dumps(doc))
+    gm.import_paths([tmp_path / "gemini"])
+    assert conversation(gm, "gem-1")["project"] == digest  # nothing known yet
+    jsonl(tmp_path / "cc" / "s1.jsonl", [cc("user", "u1", None, "fix the build", cwd=root)])
+    gm.import_paths([tmp_path / "cc"])
+    row = conversation(gm, "gem-1")
+    assert (row["project"], row["meta"]["project_hash"]) == (root, digest)
+
+
+def test_no_default_location_is_one_clear_problem(
+    gm: GhostMem, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
+    monkeypatch.delenv("CODEX_HOME", raising=False)
+    monkeypatch.delenv("APPDATA", raising=False)
+    report = gm.import_paths(None)
+    assert not report.ok and "no conversations found" in report.problems[0].reason
+    claude = tmp_path / "elsewhere"
+    shutil.copytree(FIXTURES / "claude_code", claude)
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(claude))
+    found = gm.import_paths(None)
+    assert found.ok and found.conversations_new == 5

@@ -93,6 +93,11 @@ def import_paths(
     check_tier(tier)
     report = ImportReport()
     targets = [Path(p).expanduser() for p in paths] if paths is not None else default_locations()
+    if paths is None and not targets:
+        report.problems.append(
+            Problem("(default locations)", 0, "no conversations found: ~/.claude/projects, ~/.codex/sessions, "
+                    "~/.gemini/tmp and Cursor's storage do not exist here (give paths to import)")
+        )  # fmt: skip
     with gm.connection() as conn, autocommit(conn):
         started = time.perf_counter()
         seen = {
@@ -182,8 +187,33 @@ def _finish(
         started = time.perf_counter()
         report.messages_embedded = embed_all(conn, gm, tier=tier, progress=progress)
         report.seconds_embed = time.perf_counter() - started
+    report.conv_ids.update(resolve_gemini_projects(conn, gm.owner, tier))
     if enrich:
         refresh(conn, gm.owner, tier, sorted(report.conv_ids), recluster_if_needed=True)
+
+
+def resolve_gemini_projects(conn: Connection[Any], owner: str, tier: str) -> list[str]:
+    """Gemini CLI names a project only by sha256(project root): match it against every project path known from the
+    other platforms' conversations, and put the path in its place. Returns the conversations resolved."""
+    with conn.transaction():
+        rows = conn.execute(
+            """
+            UPDATE ghostmem.conversations g
+            SET project = k.project, meta = g.meta || jsonb_build_object('project_hash', g.project)
+            FROM (SELECT DISTINCT project FROM ghostmem.conversations
+                  WHERE owner = %s AND platform <> 'gemini' AND project IS NOT NULL) k
+            WHERE g.owner = %s AND g.tier = %s AND g.platform = 'gemini'
+              AND g.project = encode(sha256(convert_to(k.project, 'UTF8')), 'hex')
+            RETURNING g.conv_id, g.project
+            """,
+            (owner, owner, tier),
+        ).fetchall()
+        for conv_id, project in rows:
+            conn.execute(
+                "UPDATE ghostmem.messages SET project = %s WHERE owner = %s AND tier = %s AND conv_id = %s",
+                (project, owner, tier, conv_id),
+            )
+    return [r[0] for r in rows]
 
 
 def _import_source(
