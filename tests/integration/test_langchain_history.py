@@ -11,7 +11,10 @@ from adapter_support import seed_conversations
 from ghostmem import Embedder, GhostMem
 from ghostmem.capture import append_messages
 from ghostmem.records import MessageRecord
+from langchain_core.language_models import FakeListChatModel
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables.history import RunnableWithMessageHistory
 
 from langchain_ghostmem import GhostMemChatMessageHistory, GhostMemTool
 
@@ -119,3 +122,20 @@ def test_recorded_conversation_is_found_by_meaning_with_the_real_model(
         # No word in common with the conversation: only the embedding can connect them.
         hits = store.search_personal_memory(query="fermented bread culture problems", limit=3).data.rows
         assert hits[0].conv_id == "lc-meaning"
+
+
+# Deprecated by langchain-core 1.x in favour of LangGraph persistence, yet still the way many apps wire a history.
+@pytest.mark.filterwarnings("ignore:RunnableWithMessageHistory is deprecated")
+def test_runnable_with_message_history_records_each_turn(gm: GhostMem) -> None:
+    model = FakeListChatModel(
+        responses=["Check the cron timezone: it runs in UTC.", "Yes, set TZ in the unit."]
+    )
+    chain = RunnableWithMessageHistory(model, lambda session_id: GhostMemChatMessageHistory(session_id, gm))
+    config: RunnableConfig = {"configurable": {"session_id": "lc-cron"}}
+    chain.invoke("Why does my nightly cron job run at 2am instead of midnight?", config=config)
+    chain.invoke("Can I fix it in the systemd unit?", config=config)
+
+    thread = gm.get_conversation(conv_id="lc-cron").data
+    assert [m.role for m in thread.messages] == ["user", "assistant", "user", "assistant"]
+    assert thread.messages[3].text == "Yes, set TZ in the unit."
+    assert gm.search_personal_memory(query="nightly cron timezone").data.rows[0].conv_id == "lc-cron"
