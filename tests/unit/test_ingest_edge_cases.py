@@ -103,7 +103,8 @@ def test_bad_lines_are_reported_and_the_rest_read(tmp_path: Path) -> None:
     items = parse_path(path)
     problems = [str(p) for p in items if isinstance(p, Problem)]
     assert problems == [f"{path.resolve()}:2: malformed JSON (Expecting property name enclosed in double quotes)",
-                        f"{path.resolve()}:3: unknown record type 'brand-new-type'; skipped"]  # fmt: skip
+                        f"{path.resolve()}:3: unknown record type 'brand-new-type'; skipped",
+                        f"{path.resolve()}:5: incomplete last line; read again once it is complete"]  # fmt: skip
     (parsed,) = [i for i in items if isinstance(i, Parsed)]
     assert [m.text for m in parsed.record.messages] == ["good prompt", "caf\ufffd"]
 

@@ -62,7 +62,7 @@ def parse(source: Source, state: dict[str, Any]) -> Iterator[Item]:
     convs: dict[str, _Conversation] = {}
     with source.open() as fh:
         for line in read_jsonl(fh, source.label, offset=offset, first_line=int(state.get("line", 0)) + 1):
-            state["offset"], state["line"] = line.end, line.number
+            line.consume(state)
             if line.error is not None:
                 yield Problem(source.label, line.number, line.error)
                 continue

@@ -121,10 +121,16 @@ class Line:
     end: int  # byte offset just after this line
     value: Any = None  # the decoded JSON value, when it decoded
     error: str | None = None
+    partial: bool = False  # the last line, still without its newline: not consumed, read again next time
+
+    def consume(self, state: dict[str, Any]) -> None:
+        """Record in a parser's state that the file was read up to and including this line."""
+        if not self.partial:
+            state["offset"], state["line"] = self.end, self.number
 
 
 def read_jsonl(fh: IO[bytes], path: str, *, offset: int = 0, first_line: int = 1) -> Iterator[Line]:
-    """Complete JSON lines from ``offset`` on; a final line without a newline is not yielded (retried later).
+    """JSON lines from ``offset`` on; a final line without a newline comes as a ``partial`` error (retried later).
 
     Bytes that are not UTF-8 are replaced rather than failing the line; a line that is not JSON is yielded with
     its error so the caller reports it and goes on.
@@ -133,8 +139,15 @@ def read_jsonl(fh: IO[bytes], path: str, *, offset: int = 0, first_line: int = 1
     number = first_line - 1
     pos = offset
     for raw in fh:
-        if not raw.endswith(b"\n"):
-            return  # partial last line: a live session is still writing it
+        if not raw.endswith(b"\n"):  # a live session is still writing it, or the file was cut short
+            if raw.strip():
+                yield Line(
+                    number + 1,
+                    pos,
+                    error="incomplete last line; read again once it is complete",
+                    partial=True,
+                )
+            return
         number += 1
         pos += len(raw)
         stripped = raw.strip()

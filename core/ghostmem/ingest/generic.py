@@ -32,7 +32,7 @@ def parse(source: Source, state: dict[str, Any]) -> Iterator[Item]:
                     yield Problem(source.label, line.number, line.error)
                 else:
                     yield from _conversation(line.value, source, line.number)
-                state["offset"], state["line"] = line.end, line.number
+                line.consume(state)
             return
         start = fh.read(4096).lstrip()[:1]
         fh.seek(0)
