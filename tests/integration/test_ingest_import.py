@@ -439,3 +439,28 @@ def test_no_default_location_is_one_clear_problem(
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(claude))
     found = gm.import_paths(None)
     assert found.ok and found.conversations_new == 5
+
+
+def test_an_updated_export_updates_in_place(gm: GhostMem, tmp_path: Path) -> None:
+    path = tmp_path / "conversations.json"
+    convs = json.loads((FIXTURES / "chatgpt" / "chatgpt-tree.json").read_text())
+    path.write_text(json.dumps(convs))
+    gm.import_paths([path])
+    before = conversation(gm, "d5dc5307-6807-41a0-8b04-4acee626eeb7")
+    conv = convs[0]
+    leaf = conv["current_node"]
+    conv["mapping"][leaf]["children"] = ["new-node"]
+    conv["mapping"]["new-node"] = {"id": "new-node", "parent": leaf, "children": [], "message": {
+        "id": "new-node", "author": {"role": "user"}, "create_time": conv["update_time"] + 60,
+        "content": {"content_type": "text", "parts": ["one more question"]}, "metadata": {}, "recipient": "all"}}  # fmt: skip
+    conv["current_node"], conv["title"], conv["update_time"] = (
+        "new-node",
+        "Renamed in ChatGPT",
+        conv["update_time"] + 60,
+    )
+    path.write_text(json.dumps(convs, separators=(",", ":")))  # the next export: minified, one more message
+    report = gm.import_paths([path])
+    assert (report.conversations_new, report.conversations_updated, report.messages_new) == (0, 1, 1)
+    after = conversation(gm, "d5dc5307-6807-41a0-8b04-4acee626eeb7")
+    assert (after["title"], after["msg_count"]) == ("Renamed in ChatGPT", before["msg_count"] + 1)
+    assert after["ended_at"] > before["ended_at"]

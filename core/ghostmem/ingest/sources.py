@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Literal
+from typing import IO, Literal
 
 import ijson
 
@@ -251,7 +251,3 @@ def stat_of(source: Source) -> tuple[int, int]:
     with zipfile.ZipFile(source.path) as zf:
         info = zf.getinfo(source.member)
         return info.file_size, st.st_mtime_ns + info.CRC
-
-
-def read_json_value(fh: IO[bytes]) -> Any:
-    return json.loads(fh.read().decode("utf-8", errors="replace"))
