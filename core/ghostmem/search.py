@@ -10,7 +10,8 @@ Search ranks *messages* with two legs and fuses them by reciprocal rank (``1 / (
   project filters apply inside the scan and a narrow filter still yields its rows.
 
 Speaker names are metadata (the ``speaker`` column), never embedded: a name the query mentions is removed from the
-text the vector leg embeds, because a name says who spoke, not what was said. The fused messages are grouped into
+text the vector leg embeds, because a name says who spoke, not what was said; in the fusion, that speaker's own
+messages get a small bonus. The fused messages are grouped into
 conversations (score = the best message's), whose best messages become the hit's ``matches``.
 :func:`search_messages` returns the fused messages themselves (the retrieval benchmark scores them); both share
 one query builder.
@@ -54,6 +55,7 @@ MATCH_TEXT_CHARS = 1000
 SUMMARY_TEXT_CHARS = 1000
 THREAD_TEXT_CHARS = 20000
 HNSW_MAX_SCAN_TUPLES = 100000
+SPEAKER_BONUS = 0.005
 
 CONVERSATIONAL = ("user", "assistant")
 
@@ -176,7 +178,7 @@ vec AS (
 _FUSED_BOTH = """
 fused AS (
     SELECT coalesce(l.id, v.id) AS id,
-           coalesce(1.0 / (%(rrf_k)s + l.rank), 0) + coalesce(1.0 / (%(rrf_k)s + v.rank), 0) AS score,
+           coalesce(1.0 / (%(rrf_k)s + l.rank), 0) + coalesce(1.0 / (%(rrf_k)s + v.rank), 0){bonus} AS score,
            l.rank AS lex_rank, l.score AS lex_score, v.rank AS vec_rank, v.dist AS vec_dist
     FROM lex l FULL OUTER JOIN vec v ON l.id = v.id
 )"""
@@ -196,16 +198,27 @@ fused AS (
 )"""
 
 
-def _fused_messages(args: SearchPersonalMemoryArgs, lexical: bool, vector: bool) -> sql.Composed:
+# A message written by a speaker the query names gets a small bonus in the fusion (about a third of what rank 1 of
+# a leg adds): "what did Ann say about X" is more often answered by Ann's messages than by those addressing her.
+_SPEAKER_BONUS_SQL = sql.SQL(
+    " + CASE WHEN EXISTS (SELECT 1 FROM ghostmem.messages x WHERE x.id = coalesce(l.id, v.id)"
+    " AND lower(x.speaker) = ANY(%(speakers)s)) THEN %(speaker_bonus)s ELSE 0 END"
+)
+
+
+def _fused_messages(args: SearchPersonalMemoryArgs, plan: _Plan) -> sql.Composed:
     """``WITH ... fused AS (id, score, lex_rank, lex_score, vec_rank, vec_dist)``: the one query builder."""
     filters = _message_filters(args)
     legs: list[sql.Composable] = []
-    if lexical:
+    if plan.lexical:
         legs.append(sql.SQL(_LEXICAL_LEG).format(filters=filters))
-    if vector:
+    if plan.vector:
         legs.append(sql.SQL(_VECTOR_LEG).format(filters=filters))
-    fused = _FUSED_BOTH if lexical and vector else _FUSED_LEXICAL if lexical else _FUSED_VECTOR
-    legs.append(sql.SQL(fused))
+    if plan.lexical and plan.vector:
+        bonus = _SPEAKER_BONUS_SQL if plan.params.get("speakers") else sql.SQL("")
+        legs.append(sql.SQL(_FUSED_BOTH).format(bonus=bonus))
+    else:
+        legs.append(sql.SQL(_FUSED_LEXICAL if plan.lexical else _FUSED_VECTOR))
     return sql.SQL("WITH") + sql.SQL(",").join(legs)
 
 
@@ -252,7 +265,9 @@ def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int) -> Program
             """,
             (_speaker_candidates(args.query), ctx.owner, tiers),
         )
-        dense_query = strip_names(args.query, [r["name"] for r in rows])
+        params["speakers"] = [r["name"] for r in rows]
+        params["speaker_bonus"] = SPEAKER_BONUS
+        dense_query = strip_names(args.query, params["speakers"])
         params["qvec"] = str((yield Embed(dense_query)))
         # Iterative scans keep filtered HNSW scans going until `depth` rows pass the filters; ef_search bounds
         # how many candidates one scan can return at all.
@@ -271,7 +286,7 @@ def search_messages(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int) 
     speaker, text``.
     """
     plan = yield from _plan(ctx, args, depth)
-    statement = _fused_messages(args, plan.lexical, plan.vector) + sql.SQL(
+    statement = _fused_messages(args, plan) + sql.SQL(
         """
         SELECT f.*, m.tier, m.conv_id, m.seq, m.native_id, m.role, m.ts, m.speaker, m.text
         FROM fused f JOIN ghostmem.messages m ON m.id = f.id
@@ -287,7 +302,7 @@ def search_personal_memory(ctx: OpContext, args: SearchPersonalMemoryArgs) -> Pr
     plan = yield from _plan(ctx, args, max(DEPTH_PER_LEG, 5 * args.limit))
     plan.params["limit"] = args.limit
     plan.params["matches"] = MATCHES_PER_HIT
-    statement = _fused_messages(args, plan.lexical, plan.vector) + sql.SQL(
+    statement = _fused_messages(args, plan) + sql.SQL(
         """,
         hits AS (
             SELECT f.*, m.tier, m.conv_id, m.seq, m.role, m.ts, m.speaker, m.text,
