@@ -122,9 +122,14 @@ def import_paths(
         with _bar(progress) as bar:
             task = bar.add_task("importing", total=len(sources)) if bar else None
             for source in sources:
-                if bar is not None and task is not None:
-                    bar.update(task, description=f"{source.platform} {source.path.name}"[:60])
-                _import_source(conn, gm.owner, tier, source, report)
+                label = f"{source.platform} {source.path.name}"[:40]
+
+                def tick(done: int, label: str = label) -> None:
+                    if bar is not None and task is not None:  # a big export shows its conversations go by
+                        bar.update(task, description=f"{label} · {done} conversations")
+
+                tick(0)
+                _import_source(conn, gm.owner, tier, source, report, tick)
                 if bar is not None and task is not None:
                     bar.advance(task)
         _finish(conn, gm, tier, report, started, embed=embed, progress=progress, enrich=enrich)
@@ -217,7 +222,12 @@ def resolve_gemini_projects(conn: Connection[Any], owner: str, tier: str) -> lis
 
 
 def _import_source(
-    conn: Connection[Any], owner: str, tier: str, source: Source, report: ImportReport
+    conn: Connection[Any],
+    owner: str,
+    tier: str,
+    source: Source,
+    report: ImportReport,
+    tick: Callable[[int], None] | None = None,
 ) -> None:
     lock = "\x1f".join(("file", owner, tier, source.key))
     conn.execute("SELECT pg_advisory_lock(hashtextextended(%s, 0))", (lock,))
@@ -247,9 +257,14 @@ def _import_source(
                 _save_state(conn, owner, tier, source.key, size, mtime_ns, size, digest, dict(row[4]))
                 report.files_unchanged += 1
                 return
+        done = 0
         try:
             for item in PARSERS[source.platform](source, state):
                 _handle(conn, owner, tier, source.label, item, report)
+                if tick is not None and isinstance(item, Parsed):
+                    done += 1
+                    if done % 50 == 0:
+                        tick(done)
         except (OSError, ValueError, KeyError, TypeError, AttributeError, zipfile.BadZipFile) as exc:
             # input no parser foresaw: what was committed stays, the file is reported and read again next time
             logger.exception("cannot import %s", source.label)
@@ -384,7 +399,7 @@ def _bar(enabled: bool) -> Iterator[Any]:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     with Progress(
-        TextColumn("{task.description:<40}"),
+        TextColumn("{task.description:<60}"),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
