@@ -300,9 +300,9 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 
     binding = Binding(store(args), current_project=args.project)
     if args.http:
-        anyio.run(serve_http, binding, args.port)
+        anyio.run(serve_http, binding, args.port, args.read_only)
     else:
-        anyio.run(serve_stdio, binding)
+        anyio.run(serve_stdio, binding, args.read_only)
     return 0
 
 
@@ -358,6 +358,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--project", default=None, help="bind the project ghost memories act for (hidden from the model)"
     )
+    p.add_argument("--read-only", action="store_true", help="serve only the operations that do not write")
 
     p = sub.add_parser(
         "grant-project",

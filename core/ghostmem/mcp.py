@@ -30,8 +30,8 @@ INSTRUCTIONS = (
 )
 
 
-def tools(binding: Binding) -> list[types.Tool]:
-    """The MCP tool list: one tool per operation, with the arguments the application bound removed."""
+def tools(binding: Binding, *, read_only: bool = False) -> list[types.Tool]:
+    """The MCP tool list: one tool per operation (only the readers with ``read_only``), bound arguments removed."""
     return [
         types.Tool(
             name=spec.name,
@@ -41,12 +41,14 @@ def tools(binding: Binding) -> list[types.Tool]:
             annotations=types.ToolAnnotations(read_only_hint=not spec.writes, open_world_hint=False),
         )
         for spec in OPS
+        if not (read_only and spec.writes)
     ]
 
 
-def build_server(binding: Binding) -> Server[Any]:
+def build_server(binding: Binding, *, read_only: bool = False) -> Server[Any]:
     """An MCP server over ``binding`` (whose owner and bound project the model cannot change)."""
-    listed = tools(binding)
+    listed = tools(binding, read_only=read_only)
+    served = {tool.name: OPS_BY_NAME[tool.name] for tool in listed}
     schemas = {tool.name: tool.input_schema for tool in listed}
 
     async def list_tools(
@@ -57,9 +59,9 @@ def build_server(binding: Binding) -> Server[Any]:
     async def call_tool(
         ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
-        spec = OPS_BY_NAME.get(params.name)
+        spec = served.get(params.name)
         if spec is None:
-            return _error(f"unknown tool {params.name!r}; known: {', '.join(OPS_BY_NAME)}")
+            return _error(f"unknown tool {params.name!r}; known: {', '.join(served)}")
         try:
             result = await binding.arun(spec, params.arguments)
         except GhostMemError as exc:
@@ -83,9 +85,9 @@ def _error(message: str) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(type="text", text=message)], is_error=True)
 
 
-async def serve_stdio(binding: Binding) -> None:
+async def serve_stdio(binding: Binding, read_only: bool = False) -> None:
     """Serve over stdin/stdout until the client closes the connection."""
-    server = build_server(binding)
+    server = build_server(binding, read_only=read_only)
     try:
         async with stdio_server() as (read_stream, write_stream):
             await server.run(read_stream, write_stream, server.create_initialization_options())
@@ -93,11 +95,11 @@ async def serve_stdio(binding: Binding) -> None:
         await binding.aclose()
 
 
-async def serve_http(binding: Binding, port: int = DEFAULT_PORT) -> None:
+async def serve_http(binding: Binding, port: int = DEFAULT_PORT, read_only: bool = False) -> None:
     """Serve streamable HTTP at ``http://127.0.0.1:<port>/mcp`` (loopback only: the tools read private memory)."""
     import uvicorn
 
-    app = build_server(binding).streamable_http_app(host=LOOPBACK)
+    app = build_server(binding, read_only=read_only).streamable_http_app(host=LOOPBACK)
     config = uvicorn.Config(app, host=LOOPBACK, port=port, log_level="warning", lifespan="on")
     logger.info("ghostmem MCP server at http://%s:%d/mcp", LOOPBACK, port)
     try:

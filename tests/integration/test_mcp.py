@@ -28,13 +28,14 @@ async def test_stdio_server_lists_and_calls_tools(gm: GhostMem, pg_dsn: str) -> 
     ids = seed_conversations(gm)
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "ghostmem.cli", "mcp", "--dsn", pg_dsn, "--owner", gm.owner],
+        args=["-m", "ghostmem.cli", "mcp", "--dsn", pg_dsn, "--owner", gm.owner, "--read-only"],
         env=_env(),
     )
     async with Client(params, read_timeout_seconds=120) as client:
         listed = await client.list_tools()
-        assert [t.name for t in listed.tools] == [s.name for s in OPS]
-        assert {t.name: t.description for t in listed.tools} == {s.name: s.description for s in OPS}
+        readers = [s for s in OPS if not s.writes]
+        assert [t.name for t in listed.tools] == [s.name for s in readers]
+        assert {t.name: t.description for t in listed.tools} == {s.name: s.description for s in readers}
 
         result = await client.call_tool(
             "search_personal_memory", {"query": "vault tokens staging", "limit": 2}
@@ -106,3 +107,14 @@ async def test_in_process_schemas_and_annotations(gm: GhostMem) -> None:
         unknown = await client.call_tool("drop_tables", {})
         assert unknown.is_error and "unknown tool 'drop_tables'" in unknown.content[0].text
     await binding.aclose()
+
+
+async def test_read_only_server_hides_and_refuses_writers(gm: GhostMem) -> None:
+    binding = Binding(gm)
+    async with Client(build_server(binding, read_only=True)) as client:
+        names = [t.name for t in (await client.list_tools()).tools]
+        assert names == [s.name for s in OPS if not s.writes]
+        refused = await client.call_tool("remember", {"content": "sneaky write"})
+        assert refused.is_error and "unknown tool 'remember'" in refused.content[0].text
+    await binding.aclose()
+    assert gm.search_ghost_memories(query="").data.rows == []
