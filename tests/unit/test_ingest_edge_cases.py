@@ -272,10 +272,12 @@ def test_gemini_tool_calls_and_summary(tmp_path: Path) -> None:
 
 
 def test_generic_json_object_array_and_epoch_times(tmp_path: Path) -> None:
-    one = {"conv_id": 7, "messages": [{"id": "a", "role": "human", "text": "hello", "ts": 1700000000000}]}
+    one = {"conv_id": 7, "meta": {"split": "dev"},
+           "messages": [{"id": "a", "role": "human", "text": "hello", "ts": 1700000000000, "meta": {"dia_id": "D1:3"}}]}  # fmt: skip
     (tmp_path / "one.json").write_text(json.dumps(one))
     rec = only(tmp_path / "one.json")
     assert rec.conv_id == "7" and rec.messages[0].role == "user"
+    assert rec.meta["split"] == "dev" and rec.messages[0].meta == {"dia_id": "D1:3"}
     assert rec.messages[0].ts == parse_time("2023-11-14T22:13:20Z") and rec.title == "hello"
 
 

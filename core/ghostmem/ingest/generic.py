@@ -6,7 +6,7 @@ A ``.jsonl`` file holds one conversation object per line; a ``.json`` file one o
      "messages": [{"id": "m1", "role": "user", "text": "…", "ts": "…", "speaker": "…"}]}
 
 Only ``conv_id`` and ``messages`` (each with ``role`` and ``text``) are required; times are ISO-8601 or epoch
-seconds/milliseconds. See docs/formats.md.
+seconds/milliseconds; an optional ``meta`` object (conversation or message) is kept as is. See docs/formats.md.
 """
 
 from __future__ import annotations
@@ -71,6 +71,7 @@ def _conversation(obj: Any, source: Source, line: int, where: str = "") -> Itera
                 ts=parse_time(raw.get("ts")),
                 raw_role=str(raw.get("role")),
                 speaker=str(raw["speaker"]) if raw.get("speaker") not in (None, "") else None,
+                meta=raw["meta"] if isinstance(raw.get("meta"), dict) else {},
             )
         )
     title = obj.get("title") if isinstance(obj.get("title"), str) and obj["title"].strip() else None
@@ -88,6 +89,6 @@ def _conversation(obj: Any, source: Source, line: int, where: str = "") -> Itera
         started_at=parse_time(obj.get("started_at")) or (min(times) if times else None),
         ended_at=parse_time(obj.get("ended_at")) or (max(times) if times else None),
         source=source.label,
-        meta={"title_rank": rank},
+        meta={**(obj["meta"] if isinstance(obj.get("meta"), dict) else {}), "title_rank": rank},
     )
     yield Parsed(record)
