@@ -10,14 +10,17 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-import mcp_types as types
-from mcp.server import Server, ServerRequestContext
-from mcp.server.stdio import stdio_server
-
 from ghostmem import __version__
 from ghostmem.binding import Binding
 from ghostmem.errors import GhostMemError
 from ghostmem.ops import OPS, OPS_BY_NAME
+
+try:
+    import mcp_types as types
+    from mcp.server import Server, ServerRequestContext
+    from mcp.server.stdio import stdio_server
+except ImportError as exc:  # `ghostmem mcp` prints this sentence instead of a traceback
+    raise GhostMemError("the MCP server needs the [mcp] extra: pip install 'ghostmem[mcp]'") from exc
 
 logger = logging.getLogger(__name__)
 
