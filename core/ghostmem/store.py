@@ -138,7 +138,7 @@ def _upsert_conversation(
     conn: Connection[Any], owner: str, tier: str, record: ConversationRecord
 ) -> tuple[bool, bool]:
     """(created, updated) — the row is written only when something in it changes."""
-    title = redact(" ".join(record.title.split())) if record.title else None
+    title = redact(" ".join(record.title.replace("\x00", "").split())) if record.title else None
     rank = int(record.meta.get("title_rank", TITLE_FROM_PLATFORM if title else 0))
     old = conn.execute(
         "SELECT title, project, parent_conv_id, started_at, ended_at, source, meta FROM ghostmem.conversations"
