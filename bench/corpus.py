@@ -391,7 +391,7 @@ def unit_mean(vectors: np.ndarray[Any, Any]) -> np.ndarray[Any, Any] | None:
 
 
 def query_texts(seed: int, n: int) -> list[dict[str, Any]]:
-    """Search queries a person would type: topic words, sometimes a rare token, sometimes Japanese."""
+    """Search queries a person would type: two to five words of one topic, sometimes a common word, some Japanese."""
     rng = random.Random(seed + 1)
     out = []
     for i in range(n):

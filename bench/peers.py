@@ -104,22 +104,32 @@ class StatementClock:
 
     def stop(self, *_: Any) -> None:
         if self._t0:
-            self.total += time.perf_counter() - self._t0.pop()
+            self.total += time.perf_counter() - self._t0.pop(0)
 
     def take(self) -> float:
         total, self.total = self.total, 0.0
+        self._t0.clear()  # statements never fetched (DDL, pipeline syncs) are not counted
         return total
 
 
 def _timing_cursor_class(clock: StatementClock) -> type[psycopg.Cursor[Any]]:
+    """A cursor timing each statement from ``execute`` to the end of ``fetchall``.
+
+    LangGraph runs its statements in pipeline mode, where ``execute`` only queues the query and the server's work
+    is waited for in the fetch: timing ``execute`` alone would measure nothing.
+    """
+
     class TimingCursor(psycopg.Cursor[Any]):
         def execute(self, query: Any, params: Any = None, **kw: Any) -> TimingCursor:
             clock.start()
+            super().execute(query, params, **kw)
+            return self
+
+        def fetchall(self) -> list[Any]:
             try:
-                super().execute(query, params, **kw)
+                return super().fetchall()
             finally:
                 clock.stop()
-            return self
 
     return TimingCursor
 
