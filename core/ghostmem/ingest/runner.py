@@ -397,6 +397,7 @@ def _bar(enabled: bool) -> Iterator[Any]:
     if not enabled:
         yield None
         return
+    from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     with Progress(
@@ -405,6 +406,7 @@ def _bar(enabled: bool) -> Iterator[Any]:
         MofNCompleteColumn(),
         TimeElapsedColumn(),
         transient=True,
+        console=Console(stderr=True),  # stdout carries the report (or --json)
     ) as bar:
         yield bar
 
