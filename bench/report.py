@@ -46,7 +46,9 @@ runs under a temporary `GHOSTMEM_HOME`, with the product's settings (`shared_buf
 Unix socket, with the query embedding computed beforehand; *call* is the whole tool call, `gm.run(name, args)`:
 validation, embedding the query with MiniLM on the CPU, every statement, rendering. Medians (p50) and 95th
 percentiles over the queries of each case, after three warm-up calls. Ratios are always measured in the same
-process, on the same data, in the same run.
+process, on the same data, in the same run. Each run records the machine's load average when it ended: a load
+above the core count means other work shared the two cores during the run, so its absolute latencies are upper
+bounds and its p95 is noisy, while the ratios, measured side by side, remain comparable.
 
 **Peers** (`bench/peers.py`): the same embedded messages copied server-side into each peer's own tables with its own
 indexes — langchain-postgres `PGVectorStore` (HNSW m=16, ef_construction=64; GIN on its `content_tsv`; hybrid =
