@@ -178,6 +178,9 @@ _STOP_TEXT = """
     please possible pretty probably put quite rather really right say see seems show something still sure take tell
     thank thanks thing things think though try trying two us use used using want wants way well whether work works
     yes yet
+    advice anyone appreciate curious currently different explain feel find hoping ideas info information
+    interested lately looking question questions recently recommend recommendation recommendations share specific
+    suggest suggestion suggestions tips today trouble understand various wanted wondering write
 """
 _STOP_WORDS: frozenset[str] = frozenset(_STOP_TEXT.split())
 
@@ -219,9 +222,11 @@ def _label(weights: NDArray[np.float64], vocab: NDArray[np.str_]) -> list[tuple[
 
 
 def _ctfidf_labels(docs: Sequence[str], labels: NDArray[np.int64], k: int) -> list[list[tuple[str, float]]]:
-    """c-TF-IDF: a term's frequency in a cluster × log(1 + mean cluster size in terms / its total frequency),
-    times the share of the cluster's conversations that contain it, so that one conversation's quirks, however
-    repeated, do not name the cluster. The vocabulary is capped to the most frequent terms to bound memory.
+    """Class-based TF-IDF: a term's weight in a cluster is its frequency there × how much more frequent it is there
+    than in all clusters (``tf · log(tf / tf_all)``, the IDF of c-TF-IDF measured against the whole corpus, so a
+    word every cluster uses weighs nothing), × the share of the cluster's conversations that contain it (one
+    conversation's pet word, however repeated, does not name its cluster). A cluster with no term more frequent
+    than average (a single cluster) is named by frequency × share alone. The vocabulary is capped to bound memory.
     """
     from scipy import sparse
     from sklearn.feature_extraction.text import CountVectorizer
@@ -236,14 +241,14 @@ def _ctfidf_labels(docs: Sequence[str], labels: NDArray[np.int64], k: int) -> li
     )
     per_cluster = np.asarray((membership @ counts).todense(), dtype=np.float64)
     doc_freq = np.asarray((membership @ (counts > 0).astype(np.float64)).todense())
-    sizes = np.asarray(membership.sum(axis=1)).ravel()
+    share = doc_freq / np.maximum(np.asarray(membership.sum(axis=1)), 1.0)
     totals = per_cluster.sum(axis=1, keepdims=True)
     tf = np.divide(per_cluster, totals, out=np.zeros_like(per_cluster), where=totals > 0)
-    avg_terms = float(totals.mean())
-    idf = np.log1p(avg_terms / np.maximum(per_cluster.sum(axis=0), 1.0))
-    weights = tf * idf * doc_freq / np.maximum(sizes, 1.0)[:, None]
+    tf_all = per_cluster.sum(axis=0) / max(float(per_cluster.sum()), 1.0)
+    lift = np.log(np.divide(tf, tf_all, out=np.ones_like(tf), where=tf > 0))
+    weights = tf * np.maximum(lift, 0.0) * share
     vocab = vectorizer.get_feature_names_out()
-    return [_label(weights[c], vocab) for c in range(k)]
+    return [_label(weights[c], vocab) or _label(tf[c] * share[c], vocab) for c in range(k)]
 
 
 # --- clustering -----------------------------------------------------------------------------------------------------

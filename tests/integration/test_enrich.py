@@ -247,6 +247,16 @@ def test_japanese_conversations_are_labelled_by_their_words(gm: GhostMem) -> Non
         assert all(any(w in v for v in vocab) for w in words), words
 
 
+def test_a_few_conversations_form_one_cluster_named_by_their_common_words(gm: GhostMem) -> None:
+    rng = random.Random(11)
+    _save(gm, [_topic_conversation(rng, f"few-{i}", BREAD, T0) for i in range(3)])
+    with gm.connection() as conn:
+        report = recluster(conn, gm.owner)
+    assert report.k == 1 and report.clusters[0].size == 3
+    words = report.clusters[0].topic.split(" · ")
+    assert len(words) == 3 and all(w in BREAD for w in words), words
+
+
 def test_terms_drop_stop_words_noise_and_hiragana_bigrams() -> None:
     assert terms("Please help me set up the Phoenix mix server") == ["set", "phoenix", "mix", "server"]
     assert terms("会話を検索する") == ["会話", "検索"]
