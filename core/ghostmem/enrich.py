@@ -162,7 +162,10 @@ def refresh(conn: Connection[Any], owner: str, tier: str, conv_ids: Sequence[str
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
 _HIRAGANA = re.compile("[\u3040-\u309f]")
 _TOKEN = re.compile(rf"(?P<cjk>[{_CJK}]+)|(?P<word>[^\W\d_{_CJK}][\w+#.-]*[\w+#]|[^\W\d_{_CJK}])")
-_NOISE = re.compile(r"https?://\S+|\[REDACTED:[a-z_]+\]|`{3}.*?`{3}", re.DOTALL | re.IGNORECASE)
+# URLs, fenced code, and redaction placeholders (ours, [REDACTED:kind], and the platforms' own, e.g. Codex's).
+_NOISE = re.compile(r"https?://\S+|\[REDACTED[^\]\n]{0,80}\]|`{3}.*?`{3}", re.DOTALL | re.IGNORECASE)
+# Hex ids and hashes (c002ff99, 3f2a9c1), and long tokens with digits: identifiers, not topics.
+_ID_LIKE = re.compile(r"(?=.*\d)(?:[0-9a-f]{7,}|.{13,})")
 # English function words plus the filler of chat requests ("please help me make ..."), which names no topic.
 _STOP_TEXT = """
     a about above after again against all also am an and any are aren as at be because been before being below
@@ -197,11 +200,7 @@ def terms(text: str) -> list[str]:
         run = m.group("cjk")
         if run is None:
             word = m.group("word").strip(".-")
-            if (
-                len(word) >= 2
-                and word not in _STOP_WORDS
-                and not (len(word) > 12 and any(c.isdigit() for c in word))
-            ):
+            if len(word) >= 2 and word not in _STOP_WORDS and not _ID_LIKE.fullmatch(word):
                 out.append(word)
             continue
         out.extend(b for b in (run[i : i + 2] for i in range(len(run) - 1)) if not _HIRAGANA.search(b))

@@ -261,6 +261,11 @@ def test_terms_drop_stop_words_noise_and_hiragana_bigrams() -> None:
     assert terms("Please help me set up the Phoenix mix server") == ["set", "phoenix", "mix", "server"]
     assert terms("会話を検索する") == ["会話", "検索"]
     assert terms("see https://example.com/x and [REDACTED:openai_key] 3f2a9c1e8b7d6f5a4c3b") == []
+    assert terms("[REDACTED_MESSAGE len=98 sha=c002ff99] commit c002ff9 on python3 and k8s") == [
+        "commit",
+        "python3",
+        "k8s",
+    ]
     assert terms("한국어 검색") == ["한국", "국어", "검색"]
 
 
