@@ -96,6 +96,14 @@ SECRETS: list[tuple[str, str, str]] = [
         "private_key",
     ),
     ("DATABASE_URL=postgres://app:Tr0ub4dor&3@db.internal:5432/app", "Tr0ub4dor&3", "url_password"),
+    ("mysql://root:p%40ssW0rd@localhost/app", "p%40ssW0rd", "url_password"),
+    (
+        '{"content": "-----BEGIN EC PRIVATE KEY-----\\n'
+        + _PEM_BODY.replace("\n", "\\n")
+        + '\\n-----END EC PRIVATE KEY-----"}',
+        _PEM_BODY.splitlines()[1],
+        "private_key",
+    ),
     ("redis://:s3cretRedisPw@cache:6379/0", "s3cretRedisPw", "url_password"),
     ("mongodb+srv://admin:Zx81!pw@cluster0.mongodb.net/", "Zx81!pw", "url_password"),
     ("DB_PASSWORD=hunter2hunter", "hunter2hunter", "password"),
