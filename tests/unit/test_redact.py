@@ -214,3 +214,17 @@ _FRAGMENTS = (
 def test_redaction_is_idempotent_on_any_mix(parts: list[str]) -> None:
     once = redact(" ".join(parts))
     assert redact(once) == once
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(min_size=1, max_size=900))
+def test_any_base64_image_survives(data: bytes) -> None:
+    text = f"![shot](data:image/png;base64,{base64.b64encode(data).decode()})"
+    assert redact(text) == text
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.uuids(), st.binary(min_size=20, max_size=20), st.binary(min_size=32, max_size=32))
+def test_ids_and_digests_survive(value: uuid.UUID, sha1: bytes, sha256: bytes) -> None:
+    text = f"id={value} commit {sha1.hex()} sha256:{sha256.hex()} etag: {sha256.hex()[:32]}"
+    assert redact(text) == text
