@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import random
@@ -179,10 +180,15 @@ def test_no_embed_then_embed_uses_the_cache(gm: GhostMem, tmp_path: Path) -> Non
         assert embed_all(conn, gm) == 6  # user + assistant, never the tool dump
         cached = conn.execute(
             "SELECT count(*) FROM ghostmem.embedding_cache WHERE model = 'hash' AND content_hash = ANY(%s)",
-            ([__import__("hashlib").sha256(same.encode()).digest()],),
+            ([hashlib.sha256(same.encode()).digest()],),
         ).fetchone()
         assert cached == (1,)  # three messages, one text, one vector computed
         assert embed_all(conn, gm) == 0
+        assert forget(conn, gm.owner, "e0") == ["e0"]
+        assert conn.execute(  # its vectors are gone from the cache too
+            "SELECT count(*) FROM ghostmem.embedding_cache WHERE content_hash = ANY(%s)",
+            ([hashlib.sha256(same.encode()).digest(), hashlib.sha256(b"reply 0 with words").digest()],),
+        ).fetchone() == (0,)
 
 
 def test_two_imports_at_once_neither_corrupt_nor_duplicate(pg_dsn: str, owner: str, tmp_path: Path) -> None:

@@ -30,7 +30,14 @@ from ghostmem.ingest.report import ImportReport
 from ghostmem.ingest.sources import Source, default_locations, iter_sources, stat_of
 from ghostmem.records import TIERS
 from ghostmem.redact import redact
-from ghostmem.store import IGNORE_MARKER, TITLE_FROM_SUMMARY, embed_pending, save_conversation
+from ghostmem.store import (
+    IGNORE_MARKER,
+    TITLE_FROM_SUMMARY,
+    content_hash,
+    embed_pending,
+    embeddable,
+    save_conversation,
+)
 
 if TYPE_CHECKING:
     from ghostmem.client import GhostMem
@@ -492,6 +499,13 @@ def forget(conn: Connection[Any], owner: str, conv_id: str) -> list[str]:
     Returns the conversation ids removed (empty when none was stored: it is still kept from coming back).
     """
     with conn.transaction():
+        texts = conn.execute(
+            """
+            SELECT m.text FROM ghostmem.messages m JOIN ghostmem.conversations c USING (owner, tier, conv_id)
+            WHERE c.owner = %s AND (c.conv_id = %s OR c.parent_conv_id = %s) AND m.embedding IS NOT NULL
+            """,
+            (owner, conv_id, conv_id),
+        ).fetchall()
         rows = conn.execute(
             """
             DELETE FROM ghostmem.conversations
@@ -500,6 +514,9 @@ def forget(conn: Connection[Any], owner: str, conv_id: str) -> list[str]:
             """,
             (owner, conv_id, conv_id),
         ).fetchall()
+        # the cached vectors of its texts go too (a vector says something about its text)
+        hashes = [content_hash(cut) for (text,) in texts if (cut := embeddable(text)) is not None]
+        conn.execute("DELETE FROM ghostmem.embedding_cache WHERE content_hash = ANY(%s)", (hashes,))
         gone = {conv_id: None, **{r[0]: r[1] for r in rows}}
         conn.execute(
             """
