@@ -240,6 +240,14 @@ _RULES: tuple[_Rule, ...] = (
         r"(?i:\bbearer\s+)(?P<secret>[A-Za-z0-9._~+/-]{16,}=*)",
         _value_is(_looks_random),
     ),
+    # curl -u user:password, and .netrc's "login me password secret".
+    _rule(
+        "password",
+        "-u --user",
+        r"(?<!\S)(?:-u|--user)(?:\s+|=)[\"']?[^\s:'\"]+:(?P<secret>[^\s'\"]+)",
+        _value_is(lambda v: _not_reference(v) and not v.isdigit()),
+    ),
+    _rule("password", "login", r"(?i:\blogin\s+\S+\s+password\s+)(?P<secret>\S+)", _value_is(_not_reference)),
     _rule(
         _assignment_kind,
         "pass pwd secret key token",
@@ -257,7 +265,7 @@ _RULES: tuple[_Rule, ...] = (
         _assignment_kind,
         "pass pwd secret key token",
         r"(?:password|passwd|passphrase|pwd|secret|key|token)"
-        r"(?P<sep>\\?[\"']?[ \t]*(?::=|=>|=|:(?!//))[ \t]*)" + _VALUE,
+        r"(?P<sep>(?:\*\*|__)?\\?[\"']?[ \t]*(?::=|=>|=|:(?!//))(?:\*\*|__)?[ \t]*)" + _VALUE,
         _assignment_value_ok,
         re.IGNORECASE,
     ),
