@@ -378,6 +378,10 @@ def _full_pass(conn: Connection[Any], owner: str) -> ClusterReport:
         },
     ).fetchall()
     conn.execute("DELETE FROM ghostmem.clusters WHERE owner = %s", (owner,))
+    conn.execute(
+        "UPDATE ghostmem.conversations SET cluster = NULL, topic = NULL WHERE owner = %s AND embedding IS NULL",
+        (owner,),
+    )
     if not rows:
         conn.execute("DELETE FROM ghostmem.cluster_runs WHERE owner = %s", (owner,))
         return ClusterReport(True, 0, 0, 0)
@@ -419,10 +423,6 @@ def _full_pass(conn: Connection[Any], owner: str) -> ClusterReport:
             [topics[c] for c in labels.tolist()],
             owner,
         ),
-    )
-    conn.execute(
-        "UPDATE ghostmem.conversations SET cluster = NULL, topic = NULL WHERE owner = %s AND embedding IS NULL",
-        (owner,),
     )
     conn.execute(
         """
