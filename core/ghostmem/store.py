@@ -129,8 +129,9 @@ def save_conversation(
         result.embedded = embed_messages(
             conn, embedder, [(r[0], r[2]) for r in rows if r[3] in CONVERSATIONAL_ROLES]
         )
-    if created or result.updated:
-        _refresh_counts(conn, owner, tier, record.conv_id)
+    # always: a caller may have deleted messages before saving (live capture shortening a thread); the row is
+    # only written when a count or the snippet really changed
+    _refresh_counts(conn, owner, tier, record.conv_id)
     return result
 
 
@@ -264,6 +265,9 @@ def _refresh_counts(conn: Connection[Any], owner: str, tier: str, conv_id: str) 
             FROM ghostmem.messages WHERE owner = %s AND tier = %s AND conv_id = %s
         ) s
         WHERE c.owner = %s AND c.tier = %s AND c.conv_id = %s
+          AND (c.msg_count, c.first_snippet, c.started_at IS NULL AND s.first_ts IS NOT NULL,
+               c.ended_at IS NULL AND s.last_ts IS NOT NULL)
+              IS DISTINCT FROM (s.n, s.first_text, false, false)
         """,
         (owner, tier, conv_id, owner, tier, conv_id),
     )
