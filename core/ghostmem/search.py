@@ -64,6 +64,9 @@ _ROW_COLUMNS = sql.SQL(
     "c.msg_count, c.intensity, c.first_snippet AS snippet"
 )
 _WORD = re.compile(r"\w+", re.UNICODE)
+_LETTERS = re.compile(r"[^\W\d_]", re.UNICODE)
+# The scripts of ghostmem.cjk_grams (migration 020).
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 
 
 def like_pattern(text: str) -> str:
@@ -178,7 +181,8 @@ vec AS (
 _FUSED_BOTH = """
 fused AS (
     SELECT coalesce(l.id, v.id) AS id,
-           coalesce(1.0 / (%(rrf_k)s + l.rank), 0) + coalesce(1.0 / (%(rrf_k)s + v.rank), 0){bonus} AS score,
+           coalesce(1.0 / (%(rrf_k)s + l.rank), 0) + coalesce(%(vector_weight)s / (%(rrf_k)s + v.rank), 0){bonus}
+               AS score,
            l.rank AS lex_rank, l.score AS lex_score, v.rank AS vec_rank, v.dist AS vec_dist
     FROM lex l FULL OUTER JOIN vec v ON l.id = v.id
 )"""
@@ -237,6 +241,17 @@ def strip_names(query: str, names: list[str]) -> str:
     return stripped if _WORD.search(stripped) else query
 
 
+def vector_weight(query: str) -> float:
+    """How much the vector leg counts in the fusion: the share of the query's letters outside CJK scripts.
+
+    The default model, all-MiniLM-L6-v2, was trained on English; on Japanese, Chinese or Korean its neighbours are
+    close to random (JSQuAD recall@5 0.42 alone, against 0.97 for the CJK-gram lexical leg) and would only push the
+    lexical matches down. A query in those scripts is therefore ranked by its words.
+    """
+    letters = _LETTERS.findall(query)  # digits say nothing about the language
+    return 1.0 - sum(1 for c in letters if _CJK.match(c)) / len(letters) if letters else 1.0
+
+
 def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int) -> Program[_Plan]:
     """Resolve the query embedding and the scan settings of one search (steps before the one statement)."""
     lexical = args.mode in ("hybrid", "lexical")
@@ -269,6 +284,7 @@ def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int) -> Program
         params["speaker_bonus"] = SPEAKER_BONUS
         dense_query = strip_names(args.query, params["speakers"])
         params["qvec"] = str((yield Embed(dense_query)))
+        params["vector_weight"] = vector_weight(args.query)
         # Iterative scans keep filtered HNSW scans going until `depth` rows pass the filters; ef_search bounds
         # how many candidates one scan can return at all.
         yield Query(
