@@ -26,7 +26,7 @@ def server(dsn: str | None = None) -> Iterator[str]:
     if dsn:
         yield dsn
         return
-    home = Path(tempfile.mkdtemp(prefix="ghostmem-bench-"))
+    home = Path(tempfile.mkdtemp(prefix="ghostmem-server-"))
     embedded = EmbeddedServer(home)
     try:
         admin = embedded.start().dsn("postgres")

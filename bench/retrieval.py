@@ -30,6 +30,7 @@ import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -37,7 +38,8 @@ from typing import Any
 
 from ghostmem import GhostMem
 from ghostmem.args import SearchMode, SearchPersonalMemoryArgs
-from ghostmem.embed import Embedder, make_embedder
+from ghostmem.config import DEFAULT_EMBED_MODEL
+from ghostmem.embed import make_embedder
 from ghostmem.program import run_sync
 from ghostmem.search import search_messages
 
@@ -265,41 +267,65 @@ def _mean_table(per_question: list[tuple[str, dict[str, float]]]) -> dict[str, A
 # --- running ---------------------------------------------------------------------------------------------------
 
 
+def _score_store(
+    dataset: str,
+    store: Store,
+    ks: tuple[int, ...],
+    modes: tuple[SearchMode, ...],
+    admin: str,
+    model: str | None,
+) -> list[tuple[str, str, dict[str, float]]]:
+    """Import one store into its own throwaway database and score every question in every mode.
+
+    Runs in a worker process (``--jobs``), so it builds its own embedder from the model name.
+    """
+    embedder = make_embedder(model) if model else real_embedder()
+    scored = []
+    with (
+        tempfile.TemporaryDirectory(prefix="ghostmem-retrieval-") as tmp,
+        throwaway_database(admin) as dsn,
+        GhostMem(dsn=dsn, owner=OWNER, embedder=embedder) as gm,
+    ):
+        report = gm.import_paths([write_generic_jsonl(store.conversations, Path(tmp) / "store.jsonl")])
+        if not report.ok:
+            raise RuntimeError(f"{store.name}: import failed: {report.render()}")
+        for q in store.questions:
+            for mode in modes:
+                scored.append((mode, q.category, score_question(dataset, gm, q, mode, ks)))
+    return scored
+
+
 def run(
     dataset: str,
     data_path: Path,
     ks: tuple[int, ...],
     *,
     admin_dsn: str | None = None,
-    embedder: Embedder | None = None,
+    model: str | None = None,
     modes: tuple[SearchMode, ...] = MODES,
     max_stores: int | None = None,
+    jobs: int = 1,
 ) -> dict[str, Any]:
-    """Import every store of the file into its own throwaway database and score every mode on it."""
+    """Import every store of the file into its own throwaway database and score every mode on it.
+
+    ``jobs`` stores are imported and scored at once, each in a worker process (the embedding is the slow part).
+    """
     stores = LOADERS[dataset](json.loads(data_path.read_text(encoding="utf-8")))[:max_stores]
-    model = embedder or real_embedder()
     per_mode: dict[str, list[tuple[str, dict[str, float]]]] = {m: [] for m in modes}
     started = time.perf_counter()
-    imported = 0
-    with server(admin_dsn) as admin, tempfile.TemporaryDirectory(prefix="ghostmem-retrieval-") as tmp:
-        for store in stores:
-            path = write_generic_jsonl(store.conversations, Path(tmp) / f"{store.name}.jsonl")
-            with throwaway_database(admin) as dsn, GhostMem(dsn=dsn, owner=OWNER, embedder=model) as gm:
-                report = gm.import_paths([path])
-                if not report.ok:
-                    raise RuntimeError(f"{store.name}: import failed: {report.render()}")
-                imported += sum(len(c["messages"]) for c in store.conversations)
-                for q in store.questions:
-                    for mode in modes:
-                        per_mode[mode].append((q.category, score_question(dataset, gm, q, mode, ks)))
-            logger.info("%s: %d questions scored", store.name, len(store.questions))
+    with server(admin_dsn) as admin, ProcessPoolExecutor(max_workers=jobs) as pool:
+        futures = {pool.submit(_score_store, dataset, s, ks, modes, admin, model): s for s in stores}
+        for future in as_completed(futures):
+            for mode, category, metrics in future.result():
+                per_mode[mode].append((category, metrics))
+            logger.info("%s: %d questions scored", futures[future].name, len(futures[future].questions))
     return {
         "dataset": dataset,
         "data": str(data_path),
         "k": list(ks),
-        "model": model.name,
+        "model": model or DEFAULT_EMBED_MODEL,
         "stores": len(stores),
-        "messages": imported,
+        "messages": sum(len(c["messages"]) for s in stores for c in s.conversations),
         "seconds": round(time.perf_counter() - started, 1),
         "command": "python -m bench.retrieval " + " ".join(sys.argv[1:]),
         "modes": {mode: _mean_table(rows) for mode, rows in per_mode.items()},
@@ -335,6 +361,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES))
     parser.add_argument("--max-stores", type=int, help="only the first N stores (a quick look)")
+    parser.add_argument("--jobs", type=int, default=1, help="stores imported and scored at once (processes)")
     opts = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     ks = tuple(opts.k) if opts.k else DEFAULT_K[opts.dataset]
@@ -343,9 +370,10 @@ def main(argv: list[str] | None = None) -> int:
         opts.data,
         ks,
         admin_dsn=opts.dsn,
-        embedder=make_embedder(opts.model) if opts.model else None,
+        model=opts.model,
         modes=tuple(opts.modes),
         max_stores=opts.max_stores,
+        jobs=opts.jobs,
     )
     print(render_table(result))
     out = opts.json or RESULTS / f"retrieval_{opts.dataset}.json"
