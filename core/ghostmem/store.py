@@ -8,6 +8,7 @@ through a cache keyed by model and content hash, so the same text is never embed
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -74,6 +75,23 @@ def _bounded(msg: MessageRecord) -> str:
     return text if len(text) <= limit else text[:limit]
 
 
+def _fingerprint(record: ConversationRecord) -> str:
+    """A digest of everything stored per message: equal digests, nothing to upsert."""
+    digest = hashlib.sha256()
+    for m in record.messages:
+        fields = (
+            m.native_id,
+            m.role,
+            m.raw_role,
+            m.speaker,
+            m.text,
+            m.ts.isoformat() if m.ts else None,
+            m.meta,
+        )
+        digest.update(json.dumps(fields, sort_keys=True, default=str).encode("utf-8", errors="replace"))
+    return digest.hexdigest()
+
+
 def _choose_title(old: str | None, old_rank: int, new: str | None, new_rank: int) -> tuple[str | None, int]:
     if new and (new_rank > old_rank or (new_rank == old_rank and new_rank >= TITLE_FROM_SUMMARY) or not old):
         return new, max(new_rank, old_rank) if old else new_rank
@@ -117,8 +135,10 @@ def save_conversation(
         (owner, record.conv_id, record.parent_conv_id or record.conv_id),
     ).fetchone():
         return SaveResult(skipped="forgotten")
-    created, updated = _upsert_conversation(conn, owner, tier, record)
-    rows = _upsert_messages(conn, owner, tier, record, append=append)
+    created, updated, same = _upsert_conversation(
+        conn, owner, tier, record, None if append else _fingerprint(record)
+    )
+    rows = [] if same else _upsert_messages(conn, owner, tier, record, append=append)
     result = SaveResult(
         created=created,
         updated=updated or (not created and bool(rows)),
@@ -136,9 +156,14 @@ def save_conversation(
 
 
 def _upsert_conversation(
-    conn: Connection[Any], owner: str, tier: str, record: ConversationRecord
-) -> tuple[bool, bool]:
-    """(created, updated) — the row is written only when something in it changes."""
+    conn: Connection[Any], owner: str, tier: str, record: ConversationRecord, fingerprint: str | None
+) -> tuple[bool, bool, bool]:
+    """(created, updated, same messages) — the row is written only when something in it changes.
+
+    ``fingerprint`` digests the record's messages (None for an appended chunk): when the stored one is equal, the
+    messages are known to be stored as they are and need not be upserted again.
+    """
+    marks = {"fingerprint": fingerprint} if fingerprint else {}
     title = redact(" ".join(record.title.replace("\x00", "").split())) if record.title else None
     rank = int(record.meta.get("title_rank", TITLE_FROM_PLATFORM if title else 0))
     old = conn.execute(
@@ -156,11 +181,14 @@ def _upsert_conversation(
             (
                 owner, tier, record.conv_id, record.platform, record.parent_conv_id, title, record.project,
                 record.started_at, record.ended_at, record.source,
-                Jsonb({**record.meta, "title_rank": rank if title else 0}),
+                Jsonb({**record.meta, **marks, "title_rank": rank if title else 0}),
             ),
         )  # fmt: skip
-        return True, False
+        return True, False, False
     old_title, old_project, old_parent, old_start, old_end, old_source, old_meta = old
+    same = fingerprint is not None and old_meta.get("fingerprint") == fingerprint
+    if fingerprint is None:  # appended messages: the stored ones no longer match any whole-record digest
+        old_meta = {k: v for k, v in old_meta.items() if k != "fingerprint"}
     new_title, new_rank = _choose_title(old_title, int(old_meta.get("title_rank", 0)), title, rank)
     new = (
         new_title,
@@ -169,10 +197,10 @@ def _upsert_conversation(
         _earliest(old_start, record.started_at),
         _latest(old_end, record.ended_at),
         old_source or record.source,  # the same conversation read from a copy elsewhere is no change
-        {**old_meta, **record.meta, "title_rank": new_rank},
+        {**old_meta, **record.meta, **marks, "title_rank": new_rank},
     )
     if new == tuple(old):
-        return False, False
+        return False, False, same
     conn.execute(
         """
         UPDATE ghostmem.conversations SET title = %s, project = %s, parent_conv_id = %s, started_at = %s,
@@ -186,7 +214,7 @@ def _upsert_conversation(
             "UPDATE ghostmem.messages SET project = %s WHERE owner = %s AND tier = %s AND conv_id = %s",
             (new[1], owner, tier, record.conv_id),
         )
-    return False, True
+    return False, True, same
 
 
 def _upsert_messages(

@@ -61,9 +61,14 @@ def test_fixtures_import_with_predicted_values_and_twice_adds_nothing(gm: GhostM
     again = gm.import_paths([FIXTURES])
     assert (again.conversations_new, again.messages_new, again.files_read) == (0, 0, 0)
     assert again.files_unchanged == 10 and counts(gm) == before
-    # a copy elsewhere (new paths, so every file is read) still adds and changes nothing
+    # a copy elsewhere (new paths, so every file is read) still adds and changes nothing — not even a row lock
     shutil.copytree(FIXTURES, tmp_path / "copy")
+    versions = "SELECT array_agg(xmin::text || ':' || xmax::text ORDER BY id) FROM ghostmem.messages WHERE owner = %s"
+    with gm.connection() as conn:
+        untouched = conn.execute(versions, (gm.owner,)).fetchone()
     third = gm.import_paths([tmp_path / "copy"])
+    with gm.connection() as conn:
+        assert conn.execute(versions, (gm.owner,)).fetchone() == untouched
     assert third.files_read == 10 and (
         third.conversations_new,
         third.conversations_updated,
