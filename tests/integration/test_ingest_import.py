@@ -475,3 +475,22 @@ def test_an_updated_export_updates_in_place(gm: GhostMem, tmp_path: Path) -> Non
     after = conversation(gm, "d5dc5307-6807-41a0-8b04-4acee626eeb7")
     assert (after["title"], after["msg_count"]) == ("Renamed in ChatGPT", before["msg_count"] + 1)
     assert after["ended_at"] > before["ended_at"]
+
+
+def test_a_resumed_session_does_not_repeat_the_replayed_lines(gm: GhostMem, tmp_path: Path) -> None:
+    project = tmp_path / "-repo"
+    first = [cc("user", "u1", None, "start the refactor", sessionId="s-old"),
+             cc("assistant", "a1", "u1", [{"type": "text", "text": "started"}], sessionId="s-old")]  # fmt: skip
+    replay = [{**line, "sessionId": "s-new"} for line in first]
+    # the resumed file sorts first by name but was written later: it is read second
+    jsonl(project / "0-new.jsonl", [*replay, cc("user", "u2", "a1", "now finish it", sessionId="s-new")])
+    jsonl(project / "z-old.jsonl", first)
+    os.utime(project / "z-old.jsonl", (1_700_000_000, 1_700_000_000))
+    report = gm.import_paths([project])
+    assert report.conversations_new == 2
+    with gm.connection() as conn:
+        rows = conn.execute(
+            "SELECT conv_id, array_agg(native_id ORDER BY seq) FROM ghostmem.messages WHERE owner = %s GROUP BY 1",
+            (gm.owner,),
+        ).fetchall()
+    assert dict(rows) == {"s-old": ["u1", "a1"], "s-new": ["u2"]}

@@ -28,7 +28,7 @@ from ghostmem.ingest import chatgpt, claude_ai, claude_code, codex, cursor, gemi
 from ghostmem.ingest.common import Item, Parsed, Problem, TitleHint
 from ghostmem.ingest.report import ImportReport
 from ghostmem.ingest.sources import Source, default_locations, iter_sources, stat_of
-from ghostmem.records import TIERS
+from ghostmem.records import TIERS, ConversationRecord
 from ghostmem.redact import redact
 from ghostmem.store import (
     IGNORE_MARKER,
@@ -302,6 +302,8 @@ def _handle(
         try:
             # pipeline mode: statements whose results are not read yet travel together (~half the round trips)
             with conn.pipeline(), conn.transaction():
+                if item.line_ids:
+                    _drop_replayed(conn, owner, tier, record)
                 result = save_conversation(conn, owner, tier, record, embedder=None, append=item.append)
                 if result.skipped is None and item.line_ids:
                     _apply_hints(conn, owner, tier, record.conv_id, item.line_ids)
@@ -321,6 +323,26 @@ def _handle(
         counts.messages_new += result.messages_new
         if result.created or result.updated:
             report.conv_ids.add(record.conv_id)
+
+
+def _drop_replayed(conn: Connection[Any], owner: str, tier: str, record: ConversationRecord) -> None:
+    """Drop the messages an older Claude Code version replayed from an earlier session into a resumed one.
+
+    Those lines keep their uuid under the new session id; the conversation imported first keeps them (files are
+    read oldest first, so that is the original session).
+    """
+    stored = {
+        r[0]
+        for r in conn.execute(
+            """
+            SELECT native_id FROM ghostmem.messages
+            WHERE owner = %s AND tier = %s AND native_id = ANY(%s) AND conv_id <> %s AND platform = %s
+            """,
+            (owner, tier, [m.native_id for m in record.messages], record.conv_id, record.platform),
+        )
+    }
+    if stored:
+        record.messages = [m for m in record.messages if m.native_id not in stored]
 
 
 def _title_hint(conn: Connection[Any], owner: str, tier: str, hint: TitleHint) -> list[str]:

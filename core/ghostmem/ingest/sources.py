@@ -115,9 +115,20 @@ def iter_sources(
 def _walk(root: Path) -> Iterator[Path]:
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d != "tool-results")
-        for name in sorted(filenames):
-            if name.endswith(SUFFIXES) and not name.endswith(".meta.json") and name not in _SKIP_NAMES:
-                yield Path(dirpath) / name
+        wanted = [
+            Path(dirpath) / name
+            for name in filenames
+            if name.endswith(SUFFIXES) and not name.endswith(".meta.json") and name not in _SKIP_NAMES
+        ]
+        # oldest first: a resumed session is read after the one it continues (and keeps out its replayed lines)
+        yield from sorted(wanted, key=lambda p: (_mtime(p), p.name))
+
+
+def _mtime(path: Path) -> int:
+    try:
+        return path.stat().st_mtime_ns
+    except OSError:
+        return 0
 
 
 def _sources_of(
