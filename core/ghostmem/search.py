@@ -48,6 +48,8 @@ from ghostmem.program import Embed, Program, Query, Row
 RRF_K = 60
 DEPTH_PER_LEG = 100  # messages each leg contributes to the fusion (at least 5 per requested conversation)
 DF_CAP = 1000  # document frequencies are counted up to this; rarer lexemes gather the lexical candidates
+MAX_QUERY_TERMS = 64  # a long query keeps its longest (most specific) lexemes
+MAX_NAME_WORDS = 64  # speaker names are looked for among the query's first words
 BM25_K1 = 1.2
 BM25_B = 0.75
 MATCHES_PER_HIT = 3
@@ -124,7 +126,11 @@ def _message_filters(args: SearchPersonalMemoryArgs) -> sql.Composed:
 _LEXICAL_LEG = """
 lex_terms AS (
     SELECT t.lexeme, ghostmem.lexeme_query(t.lexeme) AS tq, d.df
-    FROM unnest(tsvector_to_array(ghostmem.lexemes(%(query)s, true))) AS t(lexeme)
+    FROM (
+        SELECT q.lexeme FROM unnest(tsvector_to_array(ghostmem.lexemes(%(query)s, true))) AS q(lexeme)
+        ORDER BY length(q.lexeme) DESC, q.lexeme
+        LIMIT %(max_terms)s
+    ) t
     CROSS JOIN LATERAL (
         SELECT count(*) AS df FROM (
             SELECT 1 FROM ghostmem.messages m
@@ -228,7 +234,7 @@ def _fused_messages(args: SearchPersonalMemoryArgs, plan: _Plan) -> sql.Composed
 
 def _speaker_candidates(query: str) -> list[str]:
     """Every run of one to three words of the query, lower-cased: the names a query could mention."""
-    words = _WORD.findall(query.lower())
+    words = _WORD.findall(query.lower())[:MAX_NAME_WORDS]
     return sorted({" ".join(words[i : i + n]) for n in (1, 2, 3) for i in range(len(words) - n + 1)})
 
 
@@ -266,6 +272,7 @@ def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int) -> Program
         "project": like_pattern(args.project) if args.project is not None else None,
         "depth": depth,
         "df_cap": DF_CAP,
+        "max_terms": MAX_QUERY_TERMS,
         "k1": BM25_K1,
         "b": BM25_B,
         "rrf_k": RRF_K,

@@ -10,7 +10,13 @@ from ghostmem import GhostMem
 from ghostmem.args import ListRecentConversationsArgs, SearchPersonalMemoryArgs
 from ghostmem.embed import Embedder
 from ghostmem.program import Program, Query, run_sync
-from ghostmem.search import list_recent_conversations, search_messages, search_personal_memory, strip_names
+from ghostmem.search import (
+    list_recent_conversations,
+    search_messages,
+    search_personal_memory,
+    strip_names,
+    vector_weight,
+)
 from psycopg import Connection
 
 from tests.integration.test_conversation_ops import _conv, import_generic
@@ -218,3 +224,17 @@ def test_real_model_finds_meaning_without_shared_words(
         assert ids(gm.search_personal_memory("my young dog destroys footwear", mode="vector"))[0] == "pet"
         assert ids(gm.search_personal_memory("my young dog destroys footwear"))[0] == "pet"
         assert ids(gm.search_personal_memory("会話"))[0] == "jp"
+
+
+def test_a_long_query_is_bounded_and_still_finds(store: GhostMem) -> None:
+    words = " ".join(f"filler{i}" for i in range(150))
+    query = (f"autovacuum {words} " * 2)[:2000]
+    found = ids(store.search_personal_memory(query, mode="lexical", limit=5))
+    assert found == ["pg"]  # the query keeps its 64 longest lexemes: "autovacuum" is one of them
+
+
+def test_cjk_queries_rank_by_words() -> None:
+    assert vector_weight("会話") == 0.0
+    assert vector_weight("2024年の会話") == 0.0  # digits say nothing about the language
+    assert vector_weight("What did Ann say?") == 1.0
+    assert 0.0 < vector_weight("running 会話") < 1.0
