@@ -227,9 +227,9 @@ def cmd_import(args: argparse.Namespace) -> int:
 @command("embed")
 def cmd_embed(args: argparse.Namespace) -> int:
     """Embed what `ghostmem import --no-embed` left for later, then refresh the conversations' vectors."""
-    from ghostmem.ingest import embed_all, refresh_embedded
+    from ghostmem.ingest import autocommit, embed_all, refresh_embedded
 
-    with store(args) as gm, gm.connection() as conn:
+    with store(args) as gm, gm.connection() as conn, autocommit(conn):  # each batch commits: resumable
         started = time.perf_counter()
         count = embed_all(conn, gm, progress=not (args.no_progress or args.json))
         seconds = time.perf_counter() - started
@@ -262,9 +262,9 @@ def cmd_forget(args: argparse.Namespace) -> int:
 @command("enrich")
 def cmd_enrich(args: argparse.Namespace) -> int:
     """Recompute intensity, conversation vectors, clusters and topics for every conversation."""
-    from ghostmem.ingest import enrich_everything
+    from ghostmem.ingest import autocommit, enrich_everything
 
-    with store(args) as gm, gm.connection() as conn:
+    with store(args) as gm, gm.connection() as conn, autocommit(conn):
         count = enrich_everything(conn, gm.owner)
     emit(args, f"enriched {count} conversations and reclustered", {"conversations": count})
     return 0

@@ -10,6 +10,7 @@ from __future__ import annotations
 from ghostmem.ingest.common import Problem
 from ghostmem.ingest.report import ImportReport, PlatformCounts
 from ghostmem.ingest.runner import (
+    autocommit,
     embed_all,
     enrich_everything,
     forget,
@@ -23,6 +24,7 @@ __all__ = [
     "ImportReport",
     "PlatformCounts",
     "Problem",
+    "autocommit",
     "embed_all",
     "enrich_everything",
     "forget",
