@@ -494,3 +494,26 @@ def test_a_resumed_session_does_not_repeat_the_replayed_lines(gm: GhostMem, tmp_
             (gm.owner,),
         ).fetchall()
     assert dict(rows) == {"s-old": ["u1", "a1"], "s-new": ["u2"]}
+
+
+def test_cli_import_embed_forget_enrich(
+    pg_dsn: str, owner: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GHOSTMEM_EMBED_MODEL", "hash")
+    common = ["--dsn", pg_dsn, "--owner", owner, "--json"]
+
+    def run(*argv: str) -> Any:
+        capsys.readouterr()
+        assert main([*argv, *common]) == 0
+        return json.loads(capsys.readouterr().out)
+
+    imported = run("import", "--no-embed", str(FIXTURES / "claude_code"))
+    assert imported["conversations_new"] == 5 and imported["messages_embedded"] == 0
+    embedded = run("embed")
+    assert embedded["embedded"] > 0 and embedded["conversations_refreshed"] == 5
+    assert run("embed")["embedded"] == 0
+    assert run("forget", "c45af7b1-cb7c-4e51-93db-8cbb250a877a")["removed"] == [
+        "c45af7b1-cb7c-4e51-93db-8cbb250a877a", "c45af7b1-cb7c-4e51-93db-8cbb250a877a:agent-af1ff21"
+    ]  # fmt: skip
+    assert run("enrich")["conversations"] == 3
+    assert main(["import", "--langchain-table", "t", *common]) == 2  # --from-dsn is required
