@@ -14,7 +14,7 @@ import logging
 import time
 import zipfile
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -55,6 +55,7 @@ PARSERS: dict[str, Parser] = {
     "cursor": cursor.parse,
 }
 _HEAD_BYTES = 4096
+_PIPELINE = psycopg.Pipeline.is_supported()  # libpq >= 14 (the binary wheel has it)
 _ENRICH_BATCH = 500
 
 
@@ -301,7 +302,7 @@ def _handle(
         counts = report.counts(record.platform)
         try:
             # pipeline mode: statements whose results are not read yet travel together (~half the round trips)
-            with conn.pipeline(), conn.transaction():
+            with conn.pipeline() if _PIPELINE else nullcontext(), conn.transaction():
                 if item.line_ids:
                     _drop_replayed(conn, owner, tier, record)
                 result = save_conversation(conn, owner, tier, record, embedder=None, append=item.append)
