@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import shutil
 import sys
 import tempfile
 import time
@@ -31,8 +30,8 @@ from ghostmem.config import DEFAULT_EMBED_MODEL
 from ghostmem.embed import Embedder, SentenceTransformerEmbedder, make_embedder
 
 from bench import corpus
-from bench.common import RESULTS, throwaway_database, write_generic_jsonl
-from bench.scale import command_line, git_commit, machine, open_database, server_settings, write_json
+from bench.common import RESULTS, server, throwaway_database, write_generic_jsonl
+from bench.scale import command_line, git_commit, machine, server_settings, write_json
 
 logger = logging.getLogger("bench.ingest")
 
@@ -109,30 +108,25 @@ def baseline(texts: list[str], embedder: Embedder, messages: int) -> dict[str, A
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    home = args.home or Path(tempfile.gettempdir()) / "ghostmem-bench-ingest"
-    dsn, server = open_database(args.dsn, home)
-    admin = _admin_dsn(dsn)
     embedder = make_embedder(args.model)
-    work = Path(tempfile.mkdtemp(prefix="ghostmem-bench-ingest-"))
-    try:
-        written, texts = write_files(work / "files", args.messages, args.seed)
-        logger.info("wrote %s messages in %s files", written, len(list((work / "files").iterdir())))
-        # warm the model (first call pays one-off costs)
-        embedder.embed_documents(texts[:64])
+    with (
+        server(args.dsn) as admin,
+        tempfile.TemporaryDirectory(prefix="ghostmem-ingest-files-") as tmp,
+    ):
+        with psycopg.connect(admin) as conn:
+            settings = server_settings(conn)
+        files = Path(tmp) / "files"
+        written, texts = write_files(files, args.messages, args.seed)
+        logger.info("wrote %s messages in %s files", written, len(list(files.iterdir())))
+        embedder.embed_documents(texts[:64])  # warm the model: the first call pays one-off costs
         runs = []
         for embed in (False, True):
             with throwaway_database(admin, "ghostmem_bench_ingest") as db:
-                result = import_run(db, work / "files", embedder, embed)
+                result = import_run(db, files, embedder, embed)
             logger.info("import embed=%s: %s", embed, result)
             runs.append(result)
         base = baseline(texts, embedder, written)
         logger.info("baseline encode loop: %s", base)
-        with psycopg.connect(admin) as conn:
-            settings = server_settings(conn)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-        if server is not None and args.stop:
-            server.stop()
     lexical, embedded = runs
     return {
         "bench": "ingest",
@@ -154,19 +148,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def _admin_dsn(dsn: str) -> str:
-    info = psycopg.conninfo.conninfo_to_dict(dsn)
-    info["dbname"] = "postgres"
-    return psycopg.conninfo.make_conninfo(**info)
-
-
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.ingest", description=__doc__.splitlines()[0])
     p.add_argument("--messages", type=int, default=5000)
     p.add_argument("--seed", type=int, default=11)
-    p.add_argument("--dsn", default=None, help="a server where the bench may create databases")
-    p.add_argument("--home", type=Path, default=None)
-    p.add_argument("--stop", action="store_true", help="stop the dedicated server at the end")
+    p.add_argument("--dsn", default=None, help="admin DSN of a server to create throwaway databases on")
     p.add_argument("--json", type=Path, default=None)
     p.add_argument("--model", default=DEFAULT_EMBED_MODEL, help="embedding model ('hash' for a smoke run)")
     args = p.parse_args(argv)
