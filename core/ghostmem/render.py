@@ -62,9 +62,13 @@ def conversation_row(row: ConversationRow) -> str:
     return f"{row_header(row)}\n  {clip(row.snippet, SNIPPET_CHARS)}"
 
 
-def message_line(msg: MessageView, limit: int = MESSAGE_CHARS) -> str:
+def message_line(msg: MessageView, limit: int = MESSAGE_CHARS, *, flat: bool = False) -> str:
+    """``#seq time role[:speaker]: text`` with the text cut to ``limit``; ``flat`` makes it one line (excerpts)."""
     who = f"{msg.role}:{msg.speaker}" if msg.speaker else msg.role
-    text = msg.text if len(msg.text) <= limit else msg.text[: limit - 1] + "…"
+    if flat:
+        text = clip(msg.text, limit)
+    else:
+        text = msg.text if len(msg.text) <= limit else msg.text[: limit - 1] + "…"
     return f"#{msg.seq} {when(msg.ts)} {who}: {text}"
 
 
@@ -96,7 +100,7 @@ def search_result(result: SearchResult) -> str:
         if hit.explain is not None:
             lines.append(f"  why: {explain_line(hit.explain)}")
         for match in hit.matches:
-            lines.append(f"  > {message_line(match, MATCH_CHARS)}")
+            lines.append(f"  > {message_line(match, MATCH_CHARS, flat=True)}")
     return _bounded(lines)
 
 
@@ -131,10 +135,10 @@ def summary(result: ConversationSummary) -> str:
     lines = [row_header(conv)]
     if conv.project:
         lines.append(f"project: {conv.project}")
-    lines += [message_line(m, MATCH_CHARS * 2) for m in result.head]
+    lines += [message_line(m, MATCH_CHARS * 2, flat=True) for m in result.head]
     if result.omitted:
         lines.append(f"… {result.omitted} messages omitted (get_conversation reads them) …")
-    lines += [message_line(m, MATCH_CHARS * 2) for m in result.tail]
+    lines += [message_line(m, MATCH_CHARS * 2, flat=True) for m in result.tail]
     return _bounded(lines)
 
 

@@ -134,3 +134,15 @@ def test_summary_marks_the_omitted_middle() -> None:
     assert lines[1] == "project: acme/web"
     assert lines[3] == "… 8 messages omitted (get_conversation reads them) …"
     assert lines[2].endswith("user: first") and lines[4].endswith("assistant: last")
+
+
+def test_excerpts_are_one_line_but_threads_keep_their_lines() -> None:
+    code = MessageView(seq=1, role="assistant", text="try:\n    x()\nexcept E:\n    pass")
+    hit = SearchHit(**row().model_dump(), score=1.0, matches=[code])
+    assert "  > #1 ? assistant: try: x() except E: pass" in render.search_result(
+        SearchResult(query="q", rows=[hit])
+    )
+    summary = ConversationSummary(conversation=row(), head=[code], tail=[], omitted=0)
+    assert render.summary(summary).split("\n")[1] == "#1 ? assistant: try: x() except E: pass"
+    thread = Thread(conversation=row(), messages=[code], offset=0, total=1)
+    assert "try:\n    x()" in render.thread(thread)
