@@ -7,14 +7,14 @@ Search ranks *messages* with two legs and fuses them by reciprocal rank (``1 / (
   capped at :data:`DF_CAP`, and candidates are gathered only from lexemes rarer than the cap (all lexemes when
   none is), so the leg never ranks every match of a common word, however large the store.
 * **vector**: pgvector HNSW over message embeddings, with iterative scans so that owner, tier, time, platform and
-  project filters apply inside the scan and a narrow filter still yields its rows.
+  project filters apply inside the scan and a narrow filter still yields its rows. Its weight in the fusion is the
+  share of the query's letters outside CJK scripts (:func:`vector_weight`: the default model reads English).
 
 Speaker names are metadata (the ``speaker`` column), never embedded: a name the query mentions is removed from the
 text the vector leg embeds, because a name says who spoke, not what was said; in the fusion, that speaker's own
-messages get a small bonus. The fused messages are grouped into
-conversations (score = the best message's), whose best messages become the hit's ``matches``.
-:func:`search_messages` returns the fused messages themselves (the retrieval benchmark scores them); both share
-one query builder.
+messages get a small bonus. The fused messages are grouped into conversations (score = the best message's), whose
+best messages become the hit's ``matches``. :func:`search_messages` returns the fused messages themselves (the
+retrieval benchmark scores them); both share one query builder. See docs/search.md.
 """
 
 from __future__ import annotations
@@ -58,8 +58,6 @@ SUMMARY_TEXT_CHARS = 1000
 THREAD_TEXT_CHARS = 20000
 HNSW_MAX_SCAN_TUPLES = 100000
 SPEAKER_BONUS = 0.005
-
-CONVERSATIONAL = ("user", "assistant")
 
 _ROW_COLUMNS = sql.SQL(
     "c.conv_id, c.tier, c.platform, c.started_at, c.ended_at, c.title, c.project, c.topic, c.cluster, "
