@@ -3,9 +3,10 @@
 Search ranks *messages* with two legs and fuses them by reciprocal rank (``1 / (RRF_K + rank)`` summed):
 
 * **lexical**: the ``tsv`` column (English-stemmed words plus CJK character grams, filled by a trigger, see
-  migration 020) scored like BM25. Each query lexeme's document frequency is counted through the GIN index but
-  capped at :data:`DF_CAP`, and candidates are gathered only from lexemes rarer than the cap (all lexemes when
-  none is), so the leg never ranks every match of a common word, however large the store.
+  migration 020) scored like BM25. Each query lexeme fetches at most :data:`DF_CAP` matching messages through the
+  GIN index (filters applied); their count is its document frequency, capped, and only the messages of lexemes
+  rarer than the cap (of all lexemes when none is) are ranked, so the leg never ranks every match of a common word,
+  however large the store.
 * **vector**: pgvector HNSW over message embeddings, with iterative scans so that owner, tier, time, platform and
   project filters apply inside the scan and a narrow filter still yields its rows. Its weight in the fusion is the
   share of the query's letters outside CJK scripts (:func:`vector_weight`: the default model reads English).
@@ -49,6 +50,7 @@ RRF_K = 60
 DEPTH_PER_LEG = 100  # messages each leg contributes to the fusion (at least 5 per requested conversation)
 DF_CAP = 1000  # document frequencies are counted up to this; rarer lexemes gather the lexical candidates
 MAX_QUERY_TERMS = 64  # a long query keeps its longest (most specific) lexemes
+N_CAP = 20 * DF_CAP  # the store size in the idf is counted up to this (a bigger store counts as this big)
 MAX_NAME_WORDS = 64  # speaker names are looked for among the query's first words
 BM25_K1 = 1.2
 BM25_B = 0.75
@@ -122,39 +124,35 @@ def _message_filters(args: SearchPersonalMemoryArgs) -> sql.Composed:
 
 
 _LEXICAL_LEG = """
-lex_terms AS (
-    SELECT t.lexeme, ghostmem.lexeme_query(t.lexeme) AS tq, d.df
+lex_hits AS MATERIALIZED (
+    SELECT t.lexeme, m.id, m.tsv
     FROM (
         SELECT q.lexeme FROM unnest(tsvector_to_array(ghostmem.lexemes(%(query)s, true))) AS q(lexeme)
         ORDER BY length(q.lexeme) DESC, q.lexeme
         LIMIT %(max_terms)s
     ) t
     CROSS JOIN LATERAL (
-        SELECT count(*) AS df FROM (
-            SELECT 1 FROM ghostmem.messages m
-            WHERE m.owner = %(owner)s AND m.tier = ANY(%(tiers)s) AND m.tsv @@ ghostmem.lexeme_query(t.lexeme)
-            LIMIT %(df_cap)s
-        ) s
-    ) d
-    WHERE d.df > 0
-),
-lex_idf AS (
-    SELECT t.lexeme, t.tq, t.df,
-           ln(1 + (greatest(n.n, t.df) - t.df + 0.5) / (t.df + 0.5)) AS idf
-    FROM lex_terms t, (
-        SELECT greatest(coalesce(sum(c.msg_count), 0), 1)::float8 AS n FROM ghostmem.conversations c
-        WHERE c.owner = %(owner)s AND c.tier = ANY(%(tiers)s)
-    ) n
-),
-lex_cand AS (
-    SELECT DISTINCT ON (m.id) m.id, m.tsv
-    FROM lex_idf t CROSS JOIN LATERAL (
         SELECT m.id, m.tsv FROM ghostmem.messages m
-        WHERE {filters} AND m.tsv @@ t.tq
+        WHERE {filters} AND m.tsv @@ ghostmem.lexeme_query(t.lexeme)
         LIMIT %(df_cap)s
     ) m
+),
+lex_idf AS (
+    SELECT h.lexeme, ghostmem.lexeme_query(h.lexeme) AS tq, count(*) AS df,
+           ln(1 + (greatest(n.n, count(*)) - count(*) + 0.5) / (count(*) + 0.5)) AS idf
+    FROM lex_hits h, (
+        SELECT greatest(count(*), 1)::float8 AS n FROM (
+            SELECT 1 FROM ghostmem.messages m WHERE m.owner = %(owner)s AND m.tier = ANY(%(tiers)s)
+            LIMIT %(n_cap)s
+        ) s
+    ) n
+    GROUP BY h.lexeme, n.n
+),
+lex_cand AS (
+    SELECT DISTINCT ON (h.id) h.id, h.tsv
+    FROM lex_hits h JOIN lex_idf t ON t.lexeme = h.lexeme
     WHERE t.df < %(df_cap)s OR NOT EXISTS (SELECT 1 FROM lex_idf r WHERE r.df < %(df_cap)s)
-    ORDER BY m.id
+    ORDER BY h.id
 ),
 lex AS (
     SELECT s.id, s.score, row_number() OVER (ORDER BY s.score DESC, s.id) AS rank
@@ -271,6 +269,7 @@ def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int) -> Program
         "depth": depth,
         "df_cap": DF_CAP,
         "max_terms": MAX_QUERY_TERMS,
+        "n_cap": N_CAP,
         "k1": BM25_K1,
         "b": BM25_B,
         "rrf_k": RRF_K,
