@@ -36,8 +36,8 @@ TITLE_FROM_PLATFORM = 3
 # carry no meaning worth a vector.
 EMBED_CHARS = 2000
 EMBED_MIN_CHARS = 3
-# Tool output and other non-conversational text is stored for lexical search but bounded: a 5 MB log line would
-# only slow every index down.
+# Tool output and other non-conversational text is stored (get_conversation shows it) but bounded: a 5 MB log
+# line would only bloat the table. Only user and assistant text is indexed for words and embedded (migration 020).
 MAX_TOOL_TEXT_CHARS = 20_000
 MAX_TEXT_CHARS = 200_000
 
