@@ -5,6 +5,8 @@
 -- below, which are SECURITY DEFINER with a pinned search_path and decide scope visibility themselves.
 -- Functions named *_at take the clock as their first argument so that a simulation can replay a year in
 -- minutes; they are internal (never granted) and the API functions call them with now().
+-- The per-row scoring is one SQL function the planner inlines into the ranking query (no PL/pgSQL call per
+-- memory), and the lexical column is filled once on insert, so an activation bump recomputes nothing.
 
 CREATE TABLE agent.ghost_memories (
     memory_id           bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
@@ -26,8 +28,9 @@ CREATE TABLE agent.ghost_memories (
     last_used_at        timestamptz NOT NULL,  -- real use: a query hit or positive feedback (the default's)
     updated_at          timestamptz NOT NULL,
     source_conv_id      text,
-    -- the lexemes of conversation search (020): English stems plus CJK grams
-    tsv                 tsvector GENERATED ALWAYS AS (ghostmem.lexemes(content)) STORED,
+    -- the lexemes of conversation search (020): English stems plus CJK grams. remember_at fills it from content
+    -- (which never changes after the insert); not a generated column, which every activation bump would recompute.
+    tsv                 tsvector,
     CHECK (scope <> 'project' OR project IS NOT NULL),
     CHECK ((scope = 'shared-restricted') = (cardinality(allowlist) > 0))
 );
@@ -89,69 +92,63 @@ CREATE FUNCTION agent.ghost_visible(m_scope text, m_project text, m_allowlist te
 
 CREATE TYPE agent.ghost_score AS (score double precision, breakdown jsonb);
 
--- The ranking. 'literal' is DESIGN.md's formula exactly; 'default' keeps its terms and weights with every
--- signal saturated into [0, 1], decay applied to the positive part only, and overviews not counted as use.
--- breakdown: each term's contribution (they sum to the score) and the recency factor applied.
+-- The ranking, as plain arithmetic on a memory's signals (docs/ghosts.md). 'literal' is DESIGN.md's formula
+-- exactly; 'default' keeps its terms and weights with every signal saturated into [0, 1) (saturate() above,
+-- written out because a function with SET is never inlined), decay applied to the positive part only, and
+-- overviews not counted as use. breakdown: each term's contribution (they sum to the score) and the recency
+-- factor applied. Not SECURITY DEFINER and without SET so that the planner can inline it into the ranking query
+-- (rank_ghosts_at) instead of calling a function per memory; it reads no table, only pg_catalog functions. Any
+-- formula name but 'literal' reads as 'default' here: rank_ghosts_at refuses unknown names first.
+CREATE FUNCTION agent.ghost_terms(
+    activation_count integer, overview_count integer, endorsements integer, corrections integer,
+    incidents_prevented integer, prediction_errors integer, last_activated_at timestamptz,
+    last_used_at timestamptz, m_project text, claimed text, sim double precision, formula text, at timestamptz)
+    RETURNS TABLE (score double precision, breakdown jsonb)
+    LANGUAGE sql STABLE PARALLEL SAFE
+AS $$
+    SELECT CASE WHEN t.literal THEN t.base * t.recency + t.sim * 0.5
+                ELSE t.positive * t.recency - t.negative + t.sim * 0.5 END,
+           jsonb_build_object(
+               'activation', 0.2 * t.activation * t.recency,
+               'incident_prevention', 0.5 * t.incident * t.recency,
+               'endorsement', 0.3 * t.endorse * t.recency,
+               'correction', -0.4 * t.correction * CASE WHEN t.literal THEN t.recency ELSE 1 END,
+               'pred_error', -0.2 * t.pred_error * CASE WHEN t.literal THEN t.recency ELSE 1 END,
+               'scope_bonus', 0.1 * t.bonus * t.recency,
+               'semantic', t.sim * 0.5,
+               'recency_factor', t.recency)
+      FROM (SELECT s.*,
+                   0.2 * s.activation + 0.5 * s.incident + 0.3 * s.endorse - 0.4 * s.correction
+                       - 0.2 * s.pred_error + 0.1 * s.bonus AS base,
+                   0.2 * s.activation + 0.5 * s.incident + 0.3 * s.endorse + 0.1 * s.bonus AS positive,
+                   0.4 * s.correction + 0.2 * s.pred_error AS negative
+              FROM (SELECT formula = 'literal' AS literal,
+                           coalesce(sim, 0)::double precision AS sim,
+                           CASE WHEN claimed IS NOT NULL AND m_project = claimed THEN 1.0 ELSE 0.0 END::double precision AS bonus,
+                           CASE WHEN formula = 'literal' THEN (activation_count + overview_count)::double precision
+                                ELSE activation_count / (activation_count + 10.0)::double precision END AS activation,
+                           CASE WHEN formula = 'literal' THEN incidents_prevented::double precision
+                                ELSE incidents_prevented / (incidents_prevented + 2.0)::double precision END AS incident,
+                           CASE WHEN formula = 'literal' THEN endorsements::double precision
+                                ELSE endorsements / (endorsements + 3.0)::double precision END AS endorse,
+                           CASE WHEN formula = 'literal' THEN corrections::double precision
+                                ELSE corrections / (corrections + 2.0)::double precision END AS correction,
+                           CASE WHEN formula = 'literal' THEN prediction_errors::double precision
+                                ELSE prediction_errors / (prediction_errors + 3.0)::double precision END AS pred_error,
+                           exp(-(greatest(extract(epoch FROM at - CASE WHEN formula = 'literal' THEN last_activated_at
+                                                                   ELSE last_used_at END), 0)::double precision
+                                 / 86400.0) / 30.0) AS recency) s) t
+$$;
+
+-- One memory's score and breakdown (written() reports it).
 CREATE FUNCTION agent.score_ghost(m agent.ghost_memories, claimed text, sim double precision, formula text,
                                   at timestamptz) RETURNS agent.ghost_score
-    LANGUAGE plpgsql STABLE PARALLEL SAFE
+    LANGUAGE sql STABLE PARALLEL SAFE
     SET search_path = pg_catalog, agent, public
-AS $$
-DECLARE
-    literal    boolean := formula = 'literal';
-    activation double precision;
-    incident   double precision;
-    endorse    double precision;
-    correction double precision;
-    pred_error double precision;
-    bonus      double precision := CASE WHEN claimed IS NOT NULL AND m.project = claimed THEN 1 ELSE 0 END;
-    recency    double precision;
-    base       double precision;
-    positive   double precision;
-    negative   double precision;
-    result     agent.ghost_score;
-BEGIN
-    IF formula IS NULL OR formula NOT IN ('default', 'literal') THEN
-        RAISE EXCEPTION 'unknown ranking formula %: use default or literal', formula
-            USING ERRCODE = 'invalid_parameter_value';
-    END IF;
-    sim := coalesce(sim, 0);
-    IF literal THEN
-        activation := m.activation_count + m.overview_count;
-        incident := m.incidents_prevented;
-        endorse := m.endorsements;
-        correction := m.corrections;
-        pred_error := m.prediction_errors;
-        recency := exp(-(greatest(extract(epoch FROM at - m.last_activated_at), 0)::double precision / 86400.0)
-                       / 30.0);
-        base := 0.2 * activation + 0.5 * incident + 0.3 * endorse - 0.4 * correction - 0.2 * pred_error
-                + 0.1 * bonus;
-        result.score := base * recency + sim * 0.5;
-        result.breakdown := jsonb_build_object(
-            'activation', 0.2 * activation * recency, 'incident_prevention', 0.5 * incident * recency,
-            'endorsement', 0.3 * endorse * recency, 'correction', -0.4 * correction * recency,
-            'pred_error', -0.2 * pred_error * recency, 'scope_bonus', 0.1 * bonus * recency,
-            'semantic', sim * 0.5, 'recency_factor', recency);
-    ELSE
-        activation := saturate(m.activation_count, 10);
-        incident := saturate(m.incidents_prevented, 2);
-        endorse := saturate(m.endorsements, 3);
-        correction := saturate(m.corrections, 2);
-        pred_error := saturate(m.prediction_errors, 3);
-        recency := exp(-(greatest(extract(epoch FROM at - m.last_used_at), 0)::double precision / 86400.0)
-                       / 30.0);
-        positive := 0.2 * activation + 0.5 * incident + 0.3 * endorse + 0.1 * bonus;
-        negative := 0.4 * correction + 0.2 * pred_error;
-        result.score := positive * recency - negative + sim * 0.5;
-        result.breakdown := jsonb_build_object(
-            'activation', 0.2 * activation * recency, 'incident_prevention', 0.5 * incident * recency,
-            'endorsement', 0.3 * endorse * recency, 'correction', -0.4 * correction,
-            'pred_error', -0.2 * pred_error, 'scope_bonus', 0.1 * bonus * recency,
-            'semantic', sim * 0.5, 'recency_factor', recency);
-    END IF;
-    RETURN result;
-END
-$$;
+    RETURN (SELECT ROW(t.score, t.breakdown)::agent.ghost_score
+              FROM agent.ghost_terms(m.activation_count, m.overview_count, m.endorsements, m.corrections,
+                                     m.incidents_prevented, m.prediction_errors, m.last_activated_at,
+                                     m.last_used_at, m.project, claimed, sim, formula, at) t);
 
 -- ---------------------------------------------------------------------------------------------------------------
 -- Claims: which projects the login role (session_user, unchanged by SET ROLE) may act for.
@@ -234,54 +231,79 @@ CREATE TYPE agent.ghost_hit AS (
     last_activated_at timestamptz
 );
 
--- Scores without bumping: the ranking itself (internal; the bench measures ranks with it).
-CREATE FUNCTION agent.rank_ghosts_at(at timestamptz, p_owner text, claimed text, query text, query_vec vector,
-                                     formula text, lim integer) RETURNS SETOF agent.ghost_hit
+-- The query's two legs among the memories visible under the claim: the k nearest embeddings and the k best
+-- full-text matches of any of the query's lexemes.
+CREATE FUNCTION agent.query_matches(p_owner text, claimed text, query text, query_vec vector, k integer)
+    RETURNS SETOF bigint
     LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path = pg_catalog, agent, public
 AS $$
 DECLARE
-    q          text := coalesce(btrim(query), '');
-    overview   boolean := q = '';
-    words      tsquery;
-    candidates integer := greatest(lim * 10, 100);
+    words tsquery;
 BEGIN
+    -- each lexeme quoted, so no character of the query is read as tsquery syntax
+    SELECT string_agg(ghostmem.lexeme_query(l)::text, ' | ')::tsquery INTO words
+      FROM unnest(tsvector_to_array(ghostmem.lexemes(coalesce(btrim(query), ''), true))) AS l;
+    RETURN QUERY
+    WITH visible AS (
+        SELECT m.memory_id, m.embedding, m.tsv FROM agent.ghost_memories m
+         WHERE m.owner = p_owner AND agent.ghost_visible(m.scope, m.project, m.allowlist, claimed)
+    )
+    (SELECT v.memory_id FROM visible v ORDER BY v.embedding <=> query_vec, v.memory_id LIMIT k)
+    UNION
+    (SELECT v.memory_id FROM visible v WHERE v.tsv @@ words
+      ORDER BY ts_rank(v.tsv, words) DESC, v.memory_id LIMIT k);
+END
+$$;
+
+-- Scores without bumping: the ranking itself (internal; the bench measures ranks with it). Candidates: every
+-- visible memory for an empty query (the overview), else the query's two legs, ten times the limit deep.
+CREATE FUNCTION agent.rank_ghosts_at(at timestamptz, p_owner text, claimed text, query text, query_vec vector,
+                                     formula text, lim integer)
+    RETURNS SETOF agent.ghost_hit
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path = pg_catalog, agent, public
+AS $$
+DECLARE
+    overview boolean := coalesce(btrim(query), '') = '';
+BEGIN
+    IF formula IS NULL OR formula NOT IN ('default', 'literal') THEN
+        RAISE EXCEPTION 'unknown ranking formula %: use default or literal', formula
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
     IF lim IS NULL OR lim < 1 OR lim > 1000 THEN
         RAISE EXCEPTION 'limit must be between 1 and 1000 (got %)', lim USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    IF NOT overview THEN
-        IF query_vec IS NULL THEN
-            RAISE EXCEPTION 'a search with a query needs the query''s embedding'
-                USING ERRCODE = 'invalid_parameter_value';
-        END IF;
-        -- any of the query's lexemes; each quoted, so no character of the query is read as tsquery syntax
-        SELECT string_agg(ghostmem.lexeme_query(l)::text, ' | ')::tsquery INTO words
-          FROM unnest(tsvector_to_array(ghostmem.lexemes(q, true))) AS l;
+    IF NOT overview AND query_vec IS NULL THEN
+        RAISE EXCEPTION 'a search with a query needs the query''s embedding' USING ERRCODE = 'invalid_parameter_value';
     END IF;
     RETURN QUERY
-    WITH visible AS (
-        SELECT m.* FROM agent.ghost_memories m
-         WHERE m.owner = p_owner AND agent.ghost_visible(m.scope, m.project, m.allowlist, claimed)
-    ), candidate AS (
-        SELECT v.memory_id FROM visible v WHERE overview
+    WITH candidate AS (
+        SELECT m.memory_id FROM agent.ghost_memories m
+         WHERE overview AND m.owner = p_owner AND agent.ghost_visible(m.scope, m.project, m.allowlist, claimed)
         UNION
-        (SELECT v.memory_id FROM visible v WHERE NOT overview
-          ORDER BY v.embedding <=> query_vec LIMIT candidates)
-        UNION
-        (SELECT v.memory_id FROM visible v WHERE NOT overview AND v.tsv @@ words
-          ORDER BY ts_rank(v.tsv, words) DESC LIMIT candidates)
+        SELECT q.id FROM agent.query_matches(p_owner, claimed, query, query_vec, greatest(lim * 10, 100)) AS q(id)
+         WHERE NOT overview
     )
     SELECT m.memory_id, m.content, m.kind, m.scope, m.project, m.allowlist, s.score, s.breakdown,
            m.created_at, CASE WHEN formula = 'literal' THEN m.last_activated_at ELSE m.last_used_at END
       FROM agent.ghost_memories m
       JOIN candidate c ON c.memory_id = m.memory_id
-     CROSS JOIN LATERAL agent.score_ghost(
-           m, claimed, CASE WHEN overview THEN 0 ELSE 1 - (m.embedding <=> query_vec) END, formula, at) s
+     CROSS JOIN LATERAL agent.ghost_terms(
+           m.activation_count, m.overview_count, m.endorsements, m.corrections, m.incidents_prevented,
+           m.prediction_errors, m.last_activated_at, m.last_used_at, m.project, claimed,
+           CASE WHEN overview THEN 0 ELSE 1 - (m.embedding <=> query_vec) END, formula, at) s
      ORDER BY s.score DESC, m.memory_id
      LIMIT lim;
 END
 $$;
 
+-- Rank, then bump. A return counts as *use* (activation_count, last_used_at: what the default formula reads) only
+-- when the query explains it: the memory is among the `lim` nearest embeddings or the `lim` best full-text
+-- matches of the query. A memory returned only because its evidence already ranks it high is recorded as shown
+-- (overview_count, last_activated_at: what the literal formula reads), exactly like an empty-query overview.
+-- Otherwise strong rules returned for unrelated queries would keep their clock fresh and stay on top all year
+-- (bench/ghost_sim.py). Both legs break distance/rank ties by memory_id, so rankings are reproducible.
 CREATE FUNCTION agent.search_ghost_ranked_at(at timestamptz, p_owner text, claimed text, query text,
                                              query_vec vector, formula text, lim integer)
     RETURNS SETOF agent.ghost_hit
@@ -289,21 +311,28 @@ CREATE FUNCTION agent.search_ghost_ranked_at(at timestamptz, p_owner text, claim
     SET search_path = pg_catalog, agent, public
 AS $$
 DECLARE
-    hits agent.ghost_hit[];
+    hits     agent.ghost_hit[];
+    returned bigint[];
+    used     bigint[] := '{}';
 BEGIN
     PERFORM agent.check_claim(claimed);
     SELECT coalesce(array_agg(h ORDER BY h.score DESC, h.memory_id), '{}') INTO hits
       FROM agent.rank_ghosts_at(at, p_owner, claimed, query, query_vec, formula, lim) h;
-    PERFORM agent.bump_activation(p_owner, ARRAY(SELECT (h).memory_id FROM unnest(hits) h),
-                                  coalesce(btrim(query), '') = '', at);
+    returned := ARRAY(SELECT (h).memory_id FROM unnest(hits) h);
+    IF coalesce(btrim(query), '') <> '' THEN
+        used := ARRAY(SELECT id FROM agent.query_matches(p_owner, claimed, query, query_vec, lim) AS q(id)
+                       WHERE id = ANY (returned));
+    END IF;
+    PERFORM agent.bump_activation(p_owner, used, false, at);
+    PERFORM agent.bump_activation(p_owner, ARRAY(SELECT r FROM unnest(returned) r WHERE r <> ALL (used)), true, at);
     RETURN QUERY SELECT h.memory_id, h.content, h.kind, h.scope, h.project, h.allowlist, h.score, h.breakdown,
                         h.created_at, h.last_activated_at
                    FROM unnest(hits) WITH ORDINALITY AS h ORDER BY h.ordinality;
 END
 $$;
 
--- API: the ranked ghost memories of p_owner visible under `claimed`; every returned row is bumped (an empty
--- query bumps as an overview).
+-- API: the ranked ghost memories of p_owner visible under `claimed`; every returned row is bumped, as use when
+-- the query explains it, else as shown (an empty query shows them all).
 CREATE FUNCTION agent.search_ghost_ranked(p_owner text, claimed text, query text, query_vec vector,
                                           formula text DEFAULT 'default', lim integer DEFAULT 10)
     RETURNS SETOF agent.ghost_hit
@@ -338,7 +367,8 @@ CREATE FUNCTION agent.written(m agent.ghost_memories, created boolean, claimed t
 
 -- Store a memory, or strengthen (one more endorsement) a near-duplicate of the same owner and scope: the same
 -- project for a project memory, the same allowlist for a restricted one; near = cosine distance <= 0.05 or
--- trigram similarity >= 0.9 of the lower-cased text.
+-- trigram similarity >= 0.9 of the lower-cased text. A new memory gets its lexical column here (content never
+-- changes after the insert).
 CREATE FUNCTION agent.remember_at(at timestamptz, p_owner text, p_content text, p_kind text, p_scope text,
                                   p_project text, p_allowlist text[], p_embedding vector, p_source text)
     RETURNS agent.ghost_written
@@ -379,8 +409,9 @@ BEGIN
         RETURN agent.written(m, false, p_project, at);
     END IF;
     INSERT INTO agent.ghost_memories (owner, content, kind, scope, project, allowlist, embedding, source_conv_id,
-                                      created_at, last_activated_at, last_used_at, updated_at)
-    VALUES (p_owner, p_content, p_kind, p_scope, p_project, allow, p_embedding, p_source, at, at, at, at)
+                                      created_at, last_activated_at, last_used_at, updated_at, tsv)
+    VALUES (p_owner, p_content, p_kind, p_scope, p_project, allow, p_embedding, p_source, at, at, at, at,
+            ghostmem.lexemes(p_content))
     RETURNING * INTO m;
     RETURN agent.written(m, true, p_project, at);
 END
@@ -490,7 +521,8 @@ BEGIN
 END
 $$;
 
--- Functions are executable by PUBLIC unless revoked: revoke everything, then grant the API to the runtime role.
+-- Functions are executable by PUBLIC unless revoked: revoke everything (the internal ghost_terms and query_matches
+-- included), then grant the API to the runtime role.
 REVOKE ALL ON ALL FUNCTIONS IN SCHEMA agent FROM PUBLIC;
 REVOKE ALL ON ALL TABLES IN SCHEMA agent FROM PUBLIC;
 
