@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
-from ghostmem import GhostMem
+from ghostmem import GhostMem, HashEmbedder
 from ghostmem.args import ListRecentConversationsArgs, SearchPersonalMemoryArgs
 from ghostmem.embed import Embedder
 from ghostmem.program import Program, Query, run_sync
@@ -17,7 +20,7 @@ from ghostmem.search import (
     strip_names,
     vector_weight,
 )
-from psycopg import Connection
+from psycopg import Connection, sql
 
 from tests.integration.test_conversation_ops import _conv, import_generic
 
@@ -191,7 +194,23 @@ def test_narrow_filter_still_fills_the_limit(gm: GhostMem, tmp_path: Path) -> No
     assert all(r.conv_id.startswith("tiny-") for r in result.rows)
 
 
-def test_plans_use_the_indexes(gm: GhostMem, tmp_path: Path) -> None:
+@pytest.fixture
+def own_database_gm(server_dsn: str, owner: str) -> Iterator[GhostMem]:
+    """A store on a database of its own: plans depend on statistics, which other tests' rows would skew."""
+    name = f"ghostmem_plans_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(server_dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    dsn = psycopg.conninfo.make_conninfo(server_dsn, dbname=name)
+    try:
+        with GhostMem(dsn=dsn, owner=owner, embedder=HashEmbedder()) as store:
+            yield store
+    finally:
+        with psycopg.connect(server_dsn, autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+def test_plans_use_the_indexes(own_database_gm: GhostMem, tmp_path: Path) -> None:
+    gm = own_database_gm
     _bulk(gm, tmp_path, n_big=100, n_small=2)
     with gm.connection() as conn:
         conn.execute("ANALYZE ghostmem.messages")
