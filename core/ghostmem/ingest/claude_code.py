@@ -23,7 +23,16 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from ghostmem.ingest.common import Item, Parsed, Problem, TitleHint, dumps, make_title, parse_time, read_jsonl
+from ghostmem.ingest.common import (
+    Item,
+    Parsed,
+    Problem,
+    TitleHint,
+    dumps,
+    make_title,
+    parse_time,
+    resume_jsonl,
+)
 from ghostmem.ingest.sources import CLAUDE_CODE_TYPES, Source
 from ghostmem.records import ConversationRecord, MessageRecord, Role
 from ghostmem.store import TITLE_FROM_PLATFORM, TITLE_FROM_PROMPT
@@ -61,10 +70,9 @@ def parse(source: Source, state: dict[str, Any]) -> Iterator[Item]:
     default_session = source.path.stem if file_agent is None else source.path.parent.parent.name
     convs: dict[str, _Conversation] = {}
     with source.open() as fh:
-        for line in read_jsonl(fh, source.label, offset=offset, first_line=int(state.get("line", 0)) + 1):
-            line.consume(state)
-            if line.error is not None:
-                yield Problem(source.label, line.number, line.error)
+        for line in resume_jsonl(fh, source.label, state):
+            if isinstance(line, Problem):
+                yield line
                 continue
             obj = line.value
             kind = obj.get("type") if isinstance(obj, dict) else None

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
-from ghostmem.ingest.common import Item, Parsed, Problem, dumps, make_title, parse_time, read_jsonl, text_of
+from ghostmem.ingest.common import Item, Parsed, Problem, dumps, make_title, parse_time, resume_jsonl, text_of
 from ghostmem.ingest.sources import Source
 from ghostmem.records import ConversationRecord, MessageRecord
 from ghostmem.store import TITLE_FROM_PROMPT
@@ -38,10 +38,9 @@ def parse(source: Source, state: dict[str, Any]) -> Iterator[Item]:
     pending_user: MessageRecord | None = None  # the response_item copy of the next user_message event
     times: list[datetime] = []
     with source.open() as fh:
-        for line in read_jsonl(fh, source.label, offset=offset, first_line=int(state.get("line", 0)) + 1):
-            line.consume(state)
-            if line.error is not None:
-                yield Problem(source.label, line.number, line.error)
+        for line in resume_jsonl(fh, source.label, state):
+            if isinstance(line, Problem):
+                yield line
                 continue
             obj = line.value
             if not isinstance(obj, dict):

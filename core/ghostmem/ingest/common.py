@@ -158,3 +158,15 @@ def read_jsonl(fh: IO[bytes], path: str, *, offset: int = 0, first_line: int = 1
             yield Line(number, pos, json.loads(text))
         except json.JSONDecodeError as exc:
             yield Line(number, pos, error=f"malformed JSON ({exc.msg})")
+
+
+def resume_jsonl(fh: IO[bytes], path: str, state: dict[str, Any]) -> Iterator[Line | Problem]:
+    """The JSON lines of an append-only file after those its parser's ``state`` records as read.
+
+    Each line is recorded in ``state`` (``offset``, ``line``) as it comes; a line that could not be read comes as
+    its :class:`Problem`.
+    """
+    first_line = int(state.get("line", 0)) + 1
+    for line in read_jsonl(fh, path, offset=int(state.get("offset", 0)), first_line=first_line):
+        line.consume(state)
+        yield line if line.error is None else Problem(path, line.number, line.error)

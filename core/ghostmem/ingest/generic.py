@@ -16,7 +16,7 @@ from typing import Any
 
 import ijson
 
-from ghostmem.ingest.common import Item, Parsed, Problem, make_title, normalise_role, parse_time, read_jsonl
+from ghostmem.ingest.common import Item, Parsed, Problem, make_title, normalise_role, parse_time, resume_jsonl
 from ghostmem.ingest.sources import Source
 from ghostmem.records import ConversationRecord, MessageRecord
 from ghostmem.store import TITLE_FROM_PLATFORM, TITLE_FROM_PROMPT
@@ -25,14 +25,11 @@ from ghostmem.store import TITLE_FROM_PLATFORM, TITLE_FROM_PROMPT
 def parse(source: Source, state: dict[str, Any]) -> Iterator[Item]:
     with source.open() as fh:
         if source.kind == "append":
-            for line in read_jsonl(
-                fh, source.label, offset=state.get("offset", 0), first_line=state.get("line", 0) + 1
-            ):
-                if line.error is not None:
-                    yield Problem(source.label, line.number, line.error)
+            for line in resume_jsonl(fh, source.label, state):
+                if isinstance(line, Problem):
+                    yield line
                 else:
                     yield from _conversation(line.value, source, line.number)
-                line.consume(state)
             return
         start = fh.read(4096).lstrip()[:1]
         fh.seek(0)
