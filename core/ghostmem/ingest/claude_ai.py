@@ -17,10 +17,9 @@ from typing import Any
 
 import ijson
 
-from ghostmem.ingest.common import Item, Parsed, Problem, dumps, make_title, normalise_role, parse_time
+from ghostmem.ingest.common import Item, Parsed, Problem, dumps, normalise_role, parse_time, platform_title
 from ghostmem.ingest.sources import Source
 from ghostmem.records import ConversationRecord, MessageRecord
-from ghostmem.store import TITLE_FROM_PLATFORM, TITLE_FROM_PROMPT
 
 ROOT_PARENT = "00000000-0000-4000-8000-000000000000"
 
@@ -98,12 +97,7 @@ def _conversation(conv: dict[str, Any], source: Source, projects: dict[str, str]
         messages.append(
             MessageRecord(str(msg.get("uuid")), role, text, parse_time(msg.get("created_at")), sender)
         )
-    name = conv.get("name") if isinstance(conv.get("name"), str) and conv["name"].strip() else None
-    title, rank = (
-        (name, TITLE_FROM_PLATFORM)
-        if name
-        else (next((m.text for m in messages if m.role == "user"), None), TITLE_FROM_PROMPT)
-    )
+    title, rank = platform_title(conv.get("name"), messages)
     times = [m.ts for m in messages if m.ts]
     project_id = conv.get("project_uuid")
     return Parsed(
@@ -111,7 +105,7 @@ def _conversation(conv: dict[str, Any], source: Source, projects: dict[str, str]
             conv_id=str(conv["uuid"]),
             platform="claude_ai",
             messages=messages,
-            title=make_title(title),
+            title=title,
             project=projects.get(str(project_id), str(project_id)) if project_id else None,
             started_at=parse_time(conv.get("created_at")) or (min(times) if times else None),
             ended_at=parse_time(conv.get("updated_at")) or (max(times) if times else None),

@@ -14,7 +14,16 @@ from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
-from ghostmem.ingest.common import Item, Parsed, Problem, dumps, make_title, parse_time, resume_jsonl, text_of
+from ghostmem.ingest.common import (
+    Item,
+    Parsed,
+    Problem,
+    dumps,
+    parse_time,
+    prompt_title,
+    resume_jsonl,
+    text_of,
+)
 from ghostmem.ingest.sources import Source
 from ghostmem.records import ConversationRecord, MessageRecord
 from ghostmem.store import TITLE_FROM_PROMPT
@@ -105,13 +114,12 @@ def parse(source: Source, state: dict[str, Any]) -> Iterator[Item]:
         # have no events, so only the recognisable injections are context there.
         if msg.raw_role == "user" and (state.get("events") or _INJECTED.match(msg.text)):
             msg.role, msg.meta = "meta", {"kind": "injected_context"}
-    title = next((m.text for m in messages if m.role == "user"), None)
     yield Parsed(
         ConversationRecord(
             conv_id=str(conv_id),
             platform="codex",
             messages=messages,
-            title=make_title(title),
+            title=prompt_title(messages),
             project=state.get("cwd"),
             started_at=parse_time(state.get("started")) or (min(times) if times else None),
             ended_at=max(times) if times else None,

@@ -1,16 +1,17 @@
-"""What every importer shares: the items a parser yields, time and role normalisation, and line reading."""
+"""What every importer shares: the items a parser yields, time and role normalisation, titles, line reading."""
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import IO, Any
 
-from ghostmem.records import ConversationRecord, Role
+from ghostmem.records import ConversationRecord, MessageRecord, Role
 from ghostmem.render import clip
+from ghostmem.store import TITLE_FROM_PLATFORM, TITLE_FROM_PROMPT
 
 TITLE_CHARS = 200
 
@@ -96,6 +97,21 @@ def make_title(text: str | None) -> str | None:
     """A one-line title from a prompt (whitespace collapsed, bounded)."""
     title = clip(text, TITLE_CHARS)
     return title or None
+
+
+def prompt_title(messages: Sequence[MessageRecord]) -> str | None:
+    """The title of a conversation its platform did not name: its first user message, as :func:`make_title`."""
+    return make_title(next((m.text for m in messages if m.role == "user"), None))
+
+
+def platform_title(name: Any, messages: Sequence[MessageRecord]) -> tuple[str | None, int]:
+    """A conversation's title and its rank (``ghostmem.store.TITLE_FROM_*``).
+
+    The platform's own ``name`` (as :func:`make_title`) when it is text that is not blank, else the first prompt.
+    """
+    if isinstance(name, str) and name.strip():
+        return make_title(name), TITLE_FROM_PLATFORM
+    return prompt_title(messages), TITLE_FROM_PROMPT
 
 
 def text_of(value: Any) -> str:

@@ -18,10 +18,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
-from ghostmem.ingest.common import Item, Parsed, Problem, make_title, parse_time
+from ghostmem.ingest.common import Item, Parsed, Problem, parse_time, platform_title
 from ghostmem.ingest.sources import Source
 from ghostmem.records import ConversationRecord, MessageRecord, Role
-from ghostmem.store import TITLE_FROM_PLATFORM, TITLE_FROM_PROMPT
 
 LEGACY_CHAT_KEY = "workbench.panel.aichat.view.aichat.chatdata"
 COMPOSER_INDEX_KEY = "composer.composerData"
@@ -172,17 +171,13 @@ def _parsed(
     conv_id: str, name: Any, messages: list[MessageRecord], project: str | None, started: Any, ended: Any,
     source: Source,
 ) -> Parsed:  # fmt: skip
-    title, rank = (
-        (name, TITLE_FROM_PLATFORM)
-        if isinstance(name, str) and name.strip()
-        else (next((m.text for m in messages if m.role == "user"), None), TITLE_FROM_PROMPT)
-    )
+    title, rank = platform_title(name, messages)
     return Parsed(
         ConversationRecord(
             conv_id=conv_id,
             platform="cursor",
             messages=messages,
-            title=make_title(title),
+            title=title,
             project=project,
             started_at=started,
             ended_at=ended,

@@ -11,10 +11,9 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from ghostmem.ingest.common import Item, Parsed, Problem, dumps, make_title, parse_time, text_of
+from ghostmem.ingest.common import Item, Parsed, Problem, dumps, parse_time, platform_title, text_of
 from ghostmem.ingest.sources import Source
 from ghostmem.records import ConversationRecord, MessageRecord
-from ghostmem.store import TITLE_FROM_PLATFORM, TITLE_FROM_PROMPT
 
 
 def parse(source: Source, state: dict[str, Any]) -> Iterator[Item]:
@@ -69,19 +68,14 @@ def parse(source: Source, state: dict[str, Any]) -> Iterator[Item]:
             messages.append(MessageRecord(native, "system", text, ts, str(kind)))
         elif kind not in ("info", "error", "warning"):
             yield Problem(source.label, 0, f"message #{index} has unknown type {kind!r}; skipped")
-    summary = doc.get("summary") if isinstance(doc.get("summary"), str) and doc["summary"].strip() else None
-    title, rank = (
-        (summary, TITLE_FROM_PLATFORM)
-        if summary
-        else (next((m.text for m in messages if m.role == "user"), None), TITLE_FROM_PROMPT)
-    )
+    title, rank = platform_title(doc.get("summary"), messages)
     times = [m.ts for m in messages if m.ts]
     yield Parsed(
         ConversationRecord(
             conv_id=str(doc["sessionId"]),
             platform="gemini",
             messages=messages,
-            title=make_title(title),
+            title=title,
             project=str(doc["projectHash"]) if doc.get("projectHash") else None,
             started_at=parse_time(doc.get("startTime")) or (min(times) if times else None),
             ended_at=parse_time(doc.get("lastUpdated")) or (max(times) if times else None),

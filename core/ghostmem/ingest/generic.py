@@ -16,7 +16,15 @@ from typing import Any
 
 import ijson
 
-from ghostmem.ingest.common import Item, Parsed, Problem, make_title, normalise_role, parse_time, resume_jsonl
+from ghostmem.ingest.common import (
+    Item,
+    Parsed,
+    Problem,
+    normalise_role,
+    parse_time,
+    prompt_title,
+    resume_jsonl,
+)
 from ghostmem.ingest.sources import Source
 from ghostmem.records import ConversationRecord, MessageRecord
 from ghostmem.store import TITLE_FROM_PLATFORM, TITLE_FROM_PROMPT
@@ -74,7 +82,7 @@ def _conversation(obj: Any, source: Source, line: int, where: str = "") -> Itera
     title = obj.get("title") if isinstance(obj.get("title"), str) and obj["title"].strip() else None
     rank = TITLE_FROM_PLATFORM
     if title is None:
-        title = make_title(next((m.text for m in messages if m.role == "user"), None))
+        title = prompt_title(messages)
         rank = TITLE_FROM_PROMPT
     times = [m.ts for m in messages if m.ts]
     record = ConversationRecord(

@@ -15,7 +15,7 @@ from typing import Any
 from psycopg import sql
 
 from ghostmem import db
-from ghostmem.ingest.common import Item, Parsed, make_title, normalise_role, text_of
+from ghostmem.ingest.common import Item, Parsed, normalise_role, prompt_title, text_of
 from ghostmem.records import ConversationRecord, MessageRecord, Role
 from ghostmem.store import TITLE_FROM_PROMPT
 
@@ -75,7 +75,7 @@ def _conversation(rows: list[tuple[Any, ...]], *, append: bool) -> Parsed:
         conv_id=str(rows[0][1]),
         platform="langchain",
         messages=messages,
-        title=make_title(next((m.text for m in messages if m.role == "user"), None)),
+        title=prompt_title(messages),
         started_at=min(times) if times else None,
         ended_at=max(times) if times else None,
         meta={"title_rank": TITLE_FROM_PROMPT},
