@@ -2,47 +2,17 @@
 
 from __future__ import annotations
 
-import json
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
+from conversation_support import conversation, ids, import_generic
 from ghostmem import GhostMem
 from ghostmem.errors import InvalidArgument, NotFound
 
 from tests.conftest import FIXTURES
 
 pytestmark = pytest.mark.db
-
-NOW = datetime.now(UTC)
-
-
-def _conv(
-    conv_id: str, title: str, days_ago: float, texts: list[str], project: str | None = None
-) -> dict[str, Any]:
-    end = NOW - timedelta(days=days_ago)
-    start = end - timedelta(minutes=len(texts))
-    return {
-        "conv_id": conv_id,
-        "title": title,
-        "project": project,
-        "messages": [
-            {
-                "id": f"{conv_id}-{i}",
-                "role": "user" if i % 2 == 0 else "assistant",
-                "text": text,
-                "ts": (start + timedelta(minutes=i + 1)).isoformat(),
-            }
-            for i, text in enumerate(texts)
-        ],
-    }
-
-
-def import_generic(gm: GhostMem, path: Path, convs: list[dict[str, Any]], tier: str = "personal") -> None:
-    path.write_text("\n".join(json.dumps(c, ensure_ascii=False) for c in convs) + "\n", encoding="utf-8")
-    report = gm.import_paths([path], tier=tier)
-    assert report.ok, report.render()
 
 
 @pytest.fixture
@@ -51,24 +21,24 @@ def store(gm: GhostMem, tmp_path: Path) -> GhostMem:
         gm,
         tmp_path / "convs.jsonl",
         [
-            _conv(
+            conversation(
                 "fresh",
                 "Fixing the login page",
                 0.1,
                 ["the login page breaks", "clear the cookie"],
                 "acme/My-Webapp",
             ),
-            _conv("day-old", "Budget for JSAS2026", 1.5, ["plan the JSAS2026 budget", "ok"], None),
-            _conv("week-old", "Vacuum tuning", 6, ["autovacuum is slow", "raise the cost limit"], "ops/db"),
-            _conv("old", "Percent signs 100%_done", 40, ["an old thread", "yes"], "misc"),
-            _conv("long", "A long thread", 3, [f"message number {i}" for i in range(25)], "acme/my-webapp"),
+            conversation("day-old", "Budget for JSAS2026", 1.5, ["plan the JSAS2026 budget", "ok"], None),
+            conversation(
+                "week-old", "Vacuum tuning", 6, ["autovacuum is slow", "raise the cost limit"], "ops/db"
+            ),
+            conversation("old", "Percent signs 100%_done", 40, ["an old thread", "yes"], "misc"),
+            conversation(
+                "long", "A long thread", 3, [f"message number {i}" for i in range(25)], "acme/my-webapp"
+            ),
         ],
     )
     return gm
-
-
-def ids(result: Any) -> list[str]:
-    return [row.conv_id for row in result.data.rows]
 
 
 def test_recent_is_newest_activity_first_within_days(store: GhostMem) -> None:
@@ -130,13 +100,13 @@ def test_get_conversation_pages_in_order(store: GhostMem) -> None:
 
 
 def test_personal_first_then_library(gm: GhostMem, tmp_path: Path) -> None:
-    import_generic(gm, tmp_path / "p.jsonl", [_conv("shared", "mine", 1, ["my own copy"])])
+    import_generic(gm, tmp_path / "p.jsonl", [conversation("shared", "mine", 1, ["my own copy"])])
     import_generic(
         gm,
         tmp_path / "l.jsonl",
         [
-            _conv("shared", "library copy", 1, ["the library copy"]),
-            _conv("lib-only", "curated", 1, ["curated"]),
+            conversation("shared", "library copy", 1, ["the library copy"]),
+            conversation("lib-only", "curated", 1, ["curated"]),
         ],
         tier="library",
     )
@@ -177,7 +147,7 @@ def test_summary_of_a_short_thread_shows_each_message_once(store: GhostMem) -> N
 
 
 def test_summary_bounds_each_message(gm: GhostMem, tmp_path: Path) -> None:
-    import_generic(gm, tmp_path / "big.jsonl", [_conv("big", "big", 1, ["word " * 5000, "short"])])
+    import_generic(gm, tmp_path / "big.jsonl", [conversation("big", "big", 1, ["word " * 5000, "short"])])
     data = gm.get_conversation_summary("big").data
     assert data.head[0].truncated and len(data.head[0].text) <= 1000
     assert len(gm.get_conversation_summary("big").text) < 3000

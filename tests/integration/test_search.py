@@ -9,6 +9,7 @@ from typing import Any
 
 import psycopg
 import pytest
+from conversation_support import conversation, ids, import_generic
 from ghostmem import GhostMem, HashEmbedder
 from ghostmem.args import ListRecentConversationsArgs, SearchPersonalMemoryArgs
 from ghostmem.embed import Embedder
@@ -22,8 +23,6 @@ from ghostmem.search import (
 )
 from psycopg import Connection, sql
 
-from tests.integration.test_conversation_ops import _conv, import_generic
-
 pytestmark = pytest.mark.db
 
 
@@ -33,28 +32,24 @@ def store(gm: GhostMem, tmp_path: Path) -> GhostMem:
         gm,
         tmp_path / "convs.jsonl",
         [
-            _conv(
+            conversation(
                 "pg",
                 "Postgres vacuum",
                 1,
                 ["autovacuum keeps running on the orders table", "lower the vacuum scale factor"],
                 "ops/db",
             ),
-            _conv("cats", "Cat food", 2, ["which food do cats like", "cats love fish"], "home"),
-            _conv(
+            conversation("cats", "Cat food", 2, ["which food do cats like", "cats love fish"], "home"),
+            conversation(
                 "jp", "日本語の会話", 3, ["昨日の会話をまとめてください", "はい、会話の要点です"], "nihongo"
             ),
-            _conv("jp-other", "天気", 3, ["明日の天気はどうですか", "晴れです"], "nihongo"),
-            _conv(
+            conversation("jp-other", "天気", 3, ["明日の天気はどうですか", "晴れです"], "nihongo"),
+            conversation(
                 "old-pg", "Old vacuum notes", 90, ["vacuum full locks the table", "use pg_repack"], "ops/db"
             ),
         ],
     )
     return gm
-
-
-def ids(result: Any) -> list[str]:
-    return [row.conv_id for row in result.data.rows]
 
 
 def test_best_match_first_with_its_messages(store: GhostMem) -> None:
@@ -99,7 +94,10 @@ def test_filters_apply(store: GhostMem) -> None:
 
 def test_library_only_when_asked(store: GhostMem, tmp_path: Path) -> None:
     import_generic(
-        store, tmp_path / "lib.jsonl", [_conv("lib", "Curated", 1, ["zeppelin hangar notes"])], "library"
+        store,
+        tmp_path / "lib.jsonl",
+        [conversation("lib", "Curated", 1, ["zeppelin hangar notes"])],
+        "library",
     )
     assert "lib" not in ids(store.search_personal_memory("zeppelin"))
     found = store.search_personal_memory("zeppelin", include_library=True)
@@ -130,7 +128,7 @@ def test_speaker_names_are_stripped_from_the_dense_query() -> None:
 
 
 def test_a_mentioned_speaker_does_not_change_lexical_results(gm: GhostMem, tmp_path: Path) -> None:
-    conv = _conv("talk", "talk", 1, ["I planted tomatoes", "Nice garden, Alice!"])
+    conv = conversation("talk", "talk", 1, ["I planted tomatoes", "Nice garden, Alice!"])
     conv["messages"][0]["speaker"] = "Alice"
     conv["messages"][1]["speaker"] = "Bob"
     import_generic(gm, tmp_path / "t.jsonl", [conv])
@@ -146,11 +144,12 @@ def _messages(gm: GhostMem, query: str, mode: str, **kw: Any) -> list[dict[str, 
 
 def _bulk(gm: GhostMem, tmp_path: Path, n_big: int, n_small: int) -> None:
     convs = [
-        _conv(f"big-{i}", f"big {i}", 1, [f"routine deploy log {i} again", "fine"], "big")
+        conversation(f"big-{i}", f"big {i}", 1, [f"routine deploy log {i} again", "fine"], "big")
         for i in range(n_big)
     ]
     convs += [
-        _conv(f"tiny-{i}", f"tiny {i}", 1, [f"deploy of tiny {i}", "ok"], "tiny") for i in range(n_small)
+        conversation(f"tiny-{i}", f"tiny {i}", 1, [f"deploy of tiny {i}", "ok"], "tiny")
+        for i in range(n_small)
     ]
     import_generic(gm, tmp_path / "bulk.jsonl", convs)
 
@@ -233,11 +232,13 @@ def test_real_model_finds_meaning_without_shared_words(
             gm,
             tmp_path / "m.jsonl",
             [
-                _conv(
+                conversation(
                     "pet", "new family member", 1, ["We adopted a puppy last week and he chews every shoe"]
                 ),
-                _conv("tax", "paperwork", 1, ["The quarterly tax filing deadline is approaching fast"]),
-                _conv("jp", "会話", 1, ["昨日の会話はとても楽しかった"]),
+                conversation(
+                    "tax", "paperwork", 1, ["The quarterly tax filing deadline is approaching fast"]
+                ),
+                conversation("jp", "会話", 1, ["昨日の会話はとても楽しかった"]),
             ],
         )
         assert ids(gm.search_personal_memory("my young dog destroys footwear", mode="vector"))[0] == "pet"

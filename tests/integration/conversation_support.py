@@ -1,0 +1,45 @@
+"""Conversations in the generic import format, built and imported for the suites on imported data."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from ghostmem import GhostMem
+
+NOW = datetime.now(UTC)
+
+
+def conversation(
+    conv_id: str, title: str, days_ago: float, texts: list[str], project: str | None = None
+) -> dict[str, Any]:
+    """A conversation that ended ``days_ago``, its ``texts`` alternating user and assistant, a minute apart."""
+    end = NOW - timedelta(days=days_ago)
+    start = end - timedelta(minutes=len(texts))
+    return {
+        "conv_id": conv_id,
+        "title": title,
+        "project": project,
+        "messages": [
+            {
+                "id": f"{conv_id}-{i}",
+                "role": "user" if i % 2 == 0 else "assistant",
+                "text": text,
+                "ts": (start + timedelta(minutes=i + 1)).isoformat(),
+            }
+            for i, text in enumerate(texts)
+        ],
+    }
+
+
+def import_generic(gm: GhostMem, path: Path, convs: list[dict[str, Any]], tier: str = "personal") -> None:
+    path.write_text("\n".join(json.dumps(c, ensure_ascii=False) for c in convs) + "\n", encoding="utf-8")
+    report = gm.import_paths([path], tier=tier)
+    assert report.ok, report.render()
+
+
+def ids(result: Any) -> list[str]:
+    """The conv_ids of an operation's result rows, in order."""
+    return [row.conv_id for row in result.data.rows]
