@@ -76,12 +76,6 @@ CREATE TABLE agent.runtime_roles (
 -- ---------------------------------------------------------------------------------------------------------------
 -- Pure helpers
 
--- A count n mapped into [0, 1): n / (n + k), k = the count at which the signal is half-way.
-CREATE FUNCTION agent.saturate(n double precision, k double precision) RETURNS double precision
-    LANGUAGE sql IMMUTABLE PARALLEL SAFE
-    SET search_path = pg_catalog
-    RETURN n / (n + k);
-
 CREATE FUNCTION agent.ghost_visible(m_scope text, m_project text, m_allowlist text[], claimed text)
     RETURNS boolean
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
@@ -93,8 +87,8 @@ CREATE FUNCTION agent.ghost_visible(m_scope text, m_project text, m_allowlist te
 CREATE TYPE agent.ghost_score AS (score double precision, breakdown jsonb);
 
 -- The ranking, as plain arithmetic on a memory's signals (docs/ghosts.md). 'literal' is DESIGN.md's formula
--- exactly; 'default' keeps its terms and weights with every signal saturated into [0, 1) (saturate() above,
--- written out because a function with SET is never inlined), decay applied to the positive part only, and
+-- exactly; 'default' keeps its terms and weights with every signal saturated into [0, 1) (a count n becomes
+-- n / (n + k), k = the count at which the signal is half-way), decay applied to the positive part only, and
 -- overviews not counted as use. breakdown: each term's contribution (they sum to the score) and the recency
 -- factor applied. Not SECURITY DEFINER and without SET so that the planner can inline it into the ranking query
 -- (rank_ghosts_at) instead of calling a function per memory; it reads no table, only pg_catalog functions. Any
