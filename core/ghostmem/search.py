@@ -3,10 +3,11 @@
 Search ranks *messages* with two legs and fuses them by reciprocal rank (``1 / (RRF_K + rank)`` summed):
 
 * **lexical**: the ``tsv`` column (English-stemmed words plus CJK character grams, filled by a trigger, see
-  migration 020) scored like BM25. Each query lexeme fetches at most :data:`DF_CAP` matching messages through the
-  GIN index (filters applied); their count is its document frequency, capped, and only the messages of lexemes
-  rarer than the cap (of all lexemes when none is) are ranked, so the leg never ranks every match of a common word,
-  however large the store.
+  migration 020) scored like BM25 over a bounded candidate set. One GIN scan of the conjunction of the query's
+  lexemes fetches messages holding all of them (at most ``ALL_CAP_PER_DEPTH × depth``); only when fewer than
+  ``depth`` of those pass the filters does each lexeme fetch at most :data:`DF_CAP` matches (their count is its
+  document frequency, capped; the messages of lexemes rarer than the cap join the candidates). Time, platform and
+  project filters are checked on the fetched rows, so no filter or common word makes the leg read every match.
 * **vector**: pgvector HNSW over message embeddings, with iterative scans so that owner, tier, time, platform and
   project filters apply inside the scan and a narrow filter still yields its rows. Its weight in the fusion is the
   share of the query's letters outside CJK scripts (:func:`vector_weight`: the default model reads English).
@@ -48,9 +49,10 @@ from ghostmem.program import Embed, Program, Query, Row
 
 RRF_K = 60
 DEPTH_PER_LEG = 100  # messages each leg contributes to the fusion (at least 5 per requested conversation)
-DF_CAP = 1000  # document frequencies are counted up to this; rarer lexemes gather the lexical candidates
+ALL_CAP_PER_DEPTH = 3  # messages holding every query lexeme are fetched up to this many times the leg's depth
+DF_CAP = 200  # document frequencies are counted up to this; rarer lexemes gather the lexical candidates
 MAX_QUERY_TERMS = 64  # a long query keeps its longest (most specific) lexemes
-N_CAP = 20 * DF_CAP  # the store size in the idf is counted up to this (a bigger store counts as this big)
+N_CAP = 20_000  # the store size in the idf is counted up to this (a bigger store counts as this big)
 MAX_NAME_WORDS = 64  # speaker names are looked for among the query's first words
 BM25_K1 = 1.2
 BM25_B = 0.75
@@ -105,9 +107,9 @@ class _Plan:
     vector: bool
 
 
-def _message_filters(args: SearchPersonalMemoryArgs) -> sql.Composed:
-    """The filters every leg applies inside its scan (``m`` = ghostmem.messages)."""
-    parts = [sql.SQL("m.owner = %(owner)s"), sql.SQL("m.tier = ANY(%(tiers)s)")]
+def _scope_filters(args: SearchPersonalMemoryArgs) -> list[sql.Composable]:
+    """The optional filters of a search (time, platform, project) on ``m`` = ghostmem.messages."""
+    parts: list[sql.Composable] = []
     if args.days is not None:
         parts.append(sql.SQL("m.ts >= now() - make_interval(days => %(days)s)"))
     if args.platform is not None:
@@ -120,51 +122,90 @@ def _message_filters(args: SearchPersonalMemoryArgs) -> sql.Composed:
                 "WHERE c.owner = %(owner)s AND c.tier = ANY(%(tiers)s) AND c.title ILIKE %(project)s))"
             )
         )
-    return sql.SQL(" AND ").join(parts)
+    return parts
+
+
+_OWNER_FILTER = sql.SQL("m.owner = %(owner)s AND m.tier = ANY(%(tiers)s)")
+
+
+def _message_filters(args: SearchPersonalMemoryArgs) -> sql.Composed:
+    """Every filter of a search (``m`` = ghostmem.messages): the vector leg applies them inside its scan."""
+    return sql.SQL(" AND ").join([_OWNER_FILTER, *_scope_filters(args)])
+
+
+def _kept(args: SearchPersonalMemoryArgs) -> sql.Composable:
+    """A boolean column: does message ``m`` pass the optional filters (the lexical leg applies them after its
+    bounded index fetches, so a narrow filter cannot make it read every match of a common word)."""
+    parts = _scope_filters(args)
+    return sql.SQL(" AND ").join(parts) if parts else sql.SQL("true")
 
 
 _LEXICAL_LEG = """
+lex_terms AS MATERIALIZED (
+    SELECT q.lexeme, ghostmem.lexeme_query(q.lexeme) AS tq
+    FROM unnest(tsvector_to_array(ghostmem.lexemes(%(query)s, true))) AS q(lexeme)
+    ORDER BY length(q.lexeme) DESC, q.lexeme
+    LIMIT %(max_terms)s
+),
+lex_all AS MATERIALIZED (
+    SELECT m.id, {kept} AS kept FROM ghostmem.messages m
+    WHERE {owner} AND m.tsv @@ (SELECT string_agg(t.tq::text, ' & ')::tsquery FROM lex_terms t)
+    LIMIT %(all_cap)s
+),
+-- Enough messages hold every word, or so many do (filters aside) that every word is common: the per-word fetches
+-- below would only add arbitrary samples of common words, so they are skipped.
+lex_enough AS MATERIALIZED (
+    SELECT count(*) FILTER (WHERE kept) >= %(depth)s OR count(*) >= %(df_cap)s AS enough, count(*) AS n_all
+    FROM lex_all
+),
 lex_hits AS MATERIALIZED (
-    SELECT t.lexeme, m.id, m.tsv
-    FROM (
-        SELECT q.lexeme FROM unnest(tsvector_to_array(ghostmem.lexemes(%(query)s, true))) AS q(lexeme)
-        ORDER BY length(q.lexeme) DESC, q.lexeme
-        LIMIT %(max_terms)s
-    ) t
+    SELECT t.lexeme, m.id, m.kept
+    FROM lex_terms t
     CROSS JOIN LATERAL (
-        SELECT m.id, m.tsv FROM ghostmem.messages m
-        WHERE {filters} AND m.tsv @@ ghostmem.lexeme_query(t.lexeme)
+        SELECT m.id, {kept} AS kept FROM ghostmem.messages m
+        WHERE {owner} AND m.tsv @@ t.tq
         LIMIT %(df_cap)s
     ) m
+    WHERE NOT (SELECT enough FROM lex_enough)
 ),
-lex_idf AS (
-    SELECT h.lexeme, ghostmem.lexeme_query(h.lexeme) AS tq, count(*) AS df,
-           ln(1 + (greatest(n.n, count(*)) - count(*) + 0.5) / (count(*) + 0.5)) AS idf
-    FROM lex_hits h, (
-        SELECT greatest(count(*), 1)::float8 AS n FROM (
+lex_n AS MATERIALIZED (
+    SELECT CASE WHEN NOT (SELECT enough FROM lex_enough) THEN (
+        SELECT greatest(count(*), 1)::float8 FROM (
             SELECT 1 FROM ghostmem.messages m WHERE m.owner = %(owner)s AND m.tier = ANY(%(tiers)s)
             LIMIT %(n_cap)s
         ) s
-    ) n
-    GROUP BY h.lexeme, n.n
+    ) ELSE %(n_cap)s::float8 END AS n
 ),
-lex_cand AS (
-    SELECT DISTINCT ON (h.id) h.id, h.tsv
-    FROM lex_hits h JOIN lex_idf t ON t.lexeme = h.lexeme
-    WHERE t.df < %(df_cap)s OR NOT EXISTS (SELECT 1 FROM lex_idf r WHERE r.df < %(df_cap)s)
-    ORDER BY h.id
+lex_idf AS MATERIALIZED (
+    SELECT d.lexeme, d.df, ln(1 + (greatest(n.n, d.df) - d.df + 0.5) / (d.df + 0.5)) AS idf
+    FROM (
+        SELECT t.lexeme, greatest(count(h.id), (SELECT n_all FROM lex_enough)) AS df
+        FROM lex_terms t LEFT JOIN lex_hits h ON h.lexeme = t.lexeme
+        GROUP BY t.lexeme
+    ) d, lex_n n
+    WHERE d.df > 0
+),
+lex_cand AS MATERIALIZED (
+    SELECT m.id, length(m.tsv) AS len, tsvector_to_array(m.tsv) AS words
+    FROM (
+        SELECT a.id FROM lex_all a WHERE a.kept
+        UNION
+        SELECT h.id FROM lex_hits h JOIN lex_idf t ON t.lexeme = h.lexeme
+        WHERE h.kept AND (t.df < %(df_cap)s OR NOT EXISTS (SELECT 1 FROM lex_idf r WHERE r.df < %(df_cap)s))
+    ) c
+    JOIN ghostmem.messages m ON m.id = c.id
+),
+lex_avgdl AS MATERIALIZED (
+    SELECT greatest(avg(len), 1)::float8 AS avgdl FROM lex_cand
 ),
 lex AS (
-    SELECT s.id, s.score, row_number() OVER (ORDER BY s.score DESC, s.id) AS rank
-    FROM (
-        SELECT c.id, sum(t.idf * (%(k1)s + 1)
-                   / (1 + %(k1)s * (1 - %(b)s + %(b)s * length(c.tsv) / a.avgdl))) AS score
-        FROM lex_cand c
-        CROSS JOIN (SELECT greatest(avg(length(tsv)), 1)::float8 AS avgdl FROM lex_cand) a
-        JOIN lex_idf t ON c.tsv @@ t.tq
-        GROUP BY c.id
+    SELECT c.id, s.score, row_number() OVER (ORDER BY s.score DESC, c.id) AS rank
+    FROM lex_cand c CROSS JOIN lex_avgdl a CROSS JOIN LATERAL (
+        SELECT sum(t.idf * (%(k1)s + 1) / (1 + %(k1)s * (1 - %(b)s + %(b)s * c.len / a.avgdl))) AS score
+        FROM lex_idf t WHERE t.lexeme = ANY(c.words)
     ) s
-    ORDER BY s.score DESC, s.id
+    WHERE s.score IS NOT NULL
+    ORDER BY s.score DESC, c.id
     LIMIT %(depth)s
 )"""
 
@@ -214,12 +255,11 @@ _SPEAKER_BONUS_SQL = sql.SQL(
 
 def _fused_messages(args: SearchPersonalMemoryArgs, plan: _Plan) -> sql.Composed:
     """``WITH ... fused AS (id, score, lex_rank, lex_score, vec_rank, vec_dist)``: the one query builder."""
-    filters = _message_filters(args)
     legs: list[sql.Composable] = []
     if plan.lexical:
-        legs.append(sql.SQL(_LEXICAL_LEG).format(filters=filters))
+        legs.append(sql.SQL(_LEXICAL_LEG).format(owner=_OWNER_FILTER, kept=_kept(args)))
     if plan.vector:
-        legs.append(sql.SQL(_VECTOR_LEG).format(filters=filters))
+        legs.append(sql.SQL(_VECTOR_LEG).format(filters=_message_filters(args)))
     if plan.lexical and plan.vector:
         bonus = _SPEAKER_BONUS_SQL if plan.params.get("speakers") else sql.SQL("")
         legs.append(sql.SQL(_FUSED_BOTH).format(bonus=bonus))
@@ -268,6 +308,7 @@ def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int) -> Program
         "project": like_pattern(args.project) if args.project is not None else None,
         "depth": depth,
         "df_cap": DF_CAP,
+        "all_cap": ALL_CAP_PER_DEPTH * depth,
         "max_terms": MAX_QUERY_TERMS,
         "n_cap": N_CAP,
         "k1": BM25_K1,
