@@ -50,7 +50,7 @@ from ghostmem.program import Embed, Program, Query, Row
 RRF_K = 60
 DEPTH_PER_LEG = 100  # messages each leg contributes to the fusion (at least 5 per requested conversation)
 ALL_CAP_PER_DEPTH = 3  # messages holding every query lexeme are fetched up to this many times the leg's depth
-DF_CAP = 200  # document frequencies are counted up to this; rarer lexemes gather the lexical candidates
+DF_CAP = 100  # document frequencies are counted up to this; rarer lexemes gather the lexical candidates
 MAX_QUERY_TERMS = 64  # a long query keeps its longest (most specific) lexemes
 N_CAP = 20_000  # the store size in the idf is counted up to this (a bigger store counts as this big)
 MAX_NAME_WORDS = 64  # speaker names are looked for among the query's first words
