@@ -148,9 +148,13 @@ lex_terms AS MATERIALIZED (
     LIMIT %(max_terms)s
 ),
 lex_all AS MATERIALIZED (
-    SELECT m.id, {kept} AS kept FROM ghostmem.messages m
-    WHERE {owner} AND m.tsv @@ (SELECT string_agg(t.tq::text, ' & ')::tsquery FROM lex_terms t)
-    LIMIT %(all_cap)s
+    SELECT a.id, a.kept,
+           CASE WHEN a.kept THEN length(a.tsv) END AS len, CASE WHEN a.kept THEN tsvector_to_array(a.tsv) END AS words
+    FROM (
+        SELECT m.id, m.tsv, {kept} AS kept FROM ghostmem.messages m
+        WHERE {owner} AND m.tsv @@ (SELECT string_agg(t.tq::text, ' & ')::tsquery FROM lex_terms t)
+        LIMIT %(all_cap)s
+    ) a
 ),
 -- Enough messages hold every word, or so many do (filters aside) that every word is common: the per-word fetches
 -- below would only add arbitrary samples of common words, so they are skipped.
@@ -186,14 +190,15 @@ lex_idf AS MATERIALIZED (
     WHERE d.df > 0
 ),
 lex_cand AS MATERIALIZED (
-    SELECT m.id, length(m.tsv) AS len, tsvector_to_array(m.tsv) AS words
+    SELECT a.id, a.len, a.words FROM lex_all a WHERE a.kept
+    UNION ALL
+    SELECT m.id, length(m.tsv), tsvector_to_array(m.tsv)
     FROM (
-        SELECT a.id FROM lex_all a WHERE a.kept
-        UNION
-        SELECT h.id FROM lex_hits h JOIN lex_idf t ON t.lexeme = h.lexeme
+        SELECT DISTINCT h.id FROM lex_hits h JOIN lex_idf t ON t.lexeme = h.lexeme
         WHERE h.kept AND (t.df < %(df_cap)s OR NOT EXISTS (SELECT 1 FROM lex_idf r WHERE r.df < %(df_cap)s))
     ) c
     JOIN ghostmem.messages m ON m.id = c.id
+    WHERE NOT EXISTS (SELECT 1 FROM lex_all a WHERE a.id = c.id AND a.kept)
 ),
 lex_avgdl AS MATERIALIZED (
     SELECT greatest(avg(len), 1)::float8 AS avgdl FROM lex_cand
@@ -371,21 +376,25 @@ def search_personal_memory(ctx: OpContext, args: SearchPersonalMemoryArgs) -> Pr
             FROM fused f JOIN ghostmem.messages m ON m.id = f.id
         ),
         best AS (
-            -- FILTER runs before the aggregate's arguments: only the kept matches are turned into JSON.
-            SELECT m.tier, m.conv_id, max(m.score) AS score,
-                   jsonb_agg({message} ORDER BY m.pos) FILTER (WHERE m.pos <= %(matches)s) AS matches,
-                   jsonb_agg(jsonb_build_object('fused', m.score, 'lexical_rank', m.lex_rank,
-                                                'lexical_score', m.lex_score, 'vector_rank', m.vec_rank,
-                                                'vector_distance', m.vec_dist, 'message_seq', m.seq))
-                       FILTER (WHERE m.pos = 1) AS explain
+            SELECT m.tier, m.conv_id, max(m.score) AS score
             FROM hits m
             GROUP BY m.tier, m.conv_id
             ORDER BY max(m.score) DESC, m.tier = 'library', m.conv_id
             LIMIT %(limit)s
         )
-        SELECT {columns}, b.score, b.matches, b.explain -> 0 AS explain
+        SELECT {columns}, b.score, x.matches, x.explain -> 0 AS explain
         FROM best b
         JOIN ghostmem.conversations c ON c.owner = %(owner)s AND c.tier = b.tier AND c.conv_id = b.conv_id
+        -- Only the conversations returned are turned into JSON; FILTER runs before the aggregate's arguments.
+        CROSS JOIN LATERAL (
+            SELECT jsonb_agg({message} ORDER BY m.pos) FILTER (WHERE m.pos <= %(matches)s) AS matches,
+                   jsonb_agg(jsonb_build_object('fused', m.score, 'lexical_rank', m.lex_rank,
+                                                'lexical_score', m.lex_score, 'vector_rank', m.vec_rank,
+                                                'vector_distance', m.vec_dist, 'message_seq', m.seq))
+                       FILTER (WHERE m.pos = 1) AS explain
+            FROM hits m
+            WHERE m.tier = b.tier AND m.conv_id = b.conv_id
+        ) x
         ORDER BY b.score DESC, b.tier = 'library', b.conv_id
         """
     ).format(message=_message_json(MATCH_TEXT_CHARS), columns=_ROW_COLUMNS)
