@@ -31,7 +31,7 @@ from ghostmem.embed import Embedder, SentenceTransformerEmbedder, make_embedder
 
 from bench import corpus
 from bench.common import RESULTS, server, throwaway_database, write_generic_jsonl
-from bench.scale import command_line, git_commit, machine, server_settings, write_json
+from bench.scale import command_line, provenance, server_settings, write_json
 
 logger = logging.getLogger("bench.ingest")
 
@@ -129,11 +129,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         logger.info("baseline encode loop: %s", base)
     lexical, embedded = runs
     return {
-        "bench": "ingest",
-        "command": args.command,
-        "when": datetime.now(UTC).isoformat(timespec="seconds"),
-        "commit": git_commit(),
-        "machine": machine(),
+        **provenance("ingest", args.command),
         "server": settings,
         "messages": written,
         "embeddable_texts": len(texts),

@@ -56,8 +56,7 @@ from bench.scale import (
     bench_database,
     command_line,
     ensure_corpus,
-    git_commit,
-    machine,
+    provenance,
     server_side,
     summarise,
     whole_call,
@@ -513,11 +512,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         if lg_conn is not None:
             lg_conn.close()
     return {
-        "bench": "peers",
-        "command": args.command,
-        "when": datetime.now(UTC).isoformat(timespec="seconds"),
-        "commit": git_commit(),
-        "machine": machine(),
+        **provenance("peers", args.command),
         "server": settings,
         "messages": args.messages,
         "seed": args.seed,

@@ -159,6 +159,17 @@ def machine() -> dict[str, Any]:
     }
 
 
+def provenance(bench: str, command: str) -> dict[str, Any]:
+    """The head of every results file: which bench, how to reproduce it, when, on what code and machine."""
+    return {
+        "bench": bench,
+        "command": command,
+        "when": datetime.now(UTC).isoformat(timespec="seconds"),
+        "commit": git_commit(),
+        "machine": machine(),
+    }
+
+
 def corpus_loaded(conn: psycopg.Connection[Any], messages: int, seed: int) -> dict[str, Any] | None:
     """The load record of a previous run with the same corpus, if this database holds one."""
     exists = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (f"{BENCH_SCHEMA}.loads",)).fetchone()
@@ -719,11 +730,7 @@ def main(argv: list[str] | None = None) -> int:
         with GhostMem(dsn=dsn, owner=corpus.OWNER, embedder=embedder) as gm:
             ops = measure_ops(gm, corpus.query_texts(args.seed, args.queries), conv_ids, repeat=args.repeat)
         payload = {
-            "bench": "scale",
-            "command": command_line("scale", argv),
-            "when": datetime.now(UTC).isoformat(timespec="seconds"),
-            "commit": git_commit(),
-            "machine": machine(),
+            **provenance("scale", command_line("scale", argv)),
             "server": settings,
             "messages": args.messages,
             "seed": args.seed,

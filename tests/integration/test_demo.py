@@ -6,23 +6,28 @@ import json
 import os
 import subprocess
 import sys
+from typing import Any
 
 import pytest
 
 pytestmark = pytest.mark.db
 
 
-def test_demo_imports_the_samples_and_finds_them(pg_dsn: str, owner: str) -> None:
-    env = {**os.environ, "GHOSTMEM_EMBED_MODEL": "hash"}
+def _demo(dsn: str, owner: str) -> dict[str, Any]:
     res = subprocess.run(
-        [sys.executable, "-m", "ghostmem.cli", "demo", "--json", "--dsn", pg_dsn, "--owner", owner],
+        [sys.executable, "-m", "ghostmem.cli", "demo", "--json", "--dsn", dsn, "--owner", owner],
         capture_output=True,
         text=True,
-        env=env,
+        env={**os.environ, "GHOSTMEM_EMBED_MODEL": "hash"},
         timeout=300,
     )
     assert res.returncode == 0, res.stderr
-    out = json.loads(res.stdout)
+    out: dict[str, Any] = json.loads(res.stdout)
+    return out
+
+
+def test_demo_imports_the_samples_and_finds_them(pg_dsn: str, owner: str) -> None:
+    out = _demo(pg_dsn, owner)
     platforms = {row["platform"] for row in out["recent"]["rows"]}
     assert platforms == {"claude_code", "codex", "gemini", "chatgpt", "claude_ai"}
     ids = {row["conv_id"] for row in out["recent"]["rows"]}
@@ -31,13 +36,5 @@ def test_demo_imports_the_samples_and_finds_them(pg_dsn: str, owner: str) -> Non
     assert out["import"]["problems"] == []
     assert out["import"]["conversations_new"] == 11 and out["import"]["files_read"] == 10
 
-    again = subprocess.run(
-        [sys.executable, "-m", "ghostmem.cli", "demo", "--json", "--dsn", pg_dsn, "--owner", owner],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-    )
-    assert again.returncode == 0, again.stderr
-    second = json.loads(again.stdout)["import"]
+    second = _demo(pg_dsn, owner)["import"]
     assert second["conversations_new"] == 0 and second["messages_new"] == 0
