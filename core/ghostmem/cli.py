@@ -152,6 +152,22 @@ def cmd_migrate(args: argparse.Namespace) -> int:
     return 0
 
 
+@command("reembed")
+def cmd_reembed(args: argparse.Namespace) -> int:
+    """Switch the embedding model (and vector dimension) and embed everything again."""
+    from ghostmem.embed import make_embedder
+    from ghostmem.reembed import reembed
+
+    done = reembed(Settings.from_env(dsn=args.dsn, owner=args.owner), make_embedder(args.model))
+    emit(
+        args,
+        f"now {done['model']} ({done['dims']} dims): re-embedded {done['messages']} messages, "
+        f"{done['ghost_memories']} ghost memories, {done['conversations']} conversations",
+        done,
+    )
+    return 0
+
+
 @command("doctor")
 def cmd_doctor(args: argparse.Namespace) -> int:
     from ghostmem.doctor import diagnose, render_report
@@ -326,6 +342,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("db", parents=[common], help="the embedded server: start, stop, status, url")
     p.add_argument("action", choices=["start", "stop", "status", "url"])
     sub.add_parser("migrate", parents=[common], help="apply pending schema migrations")
+    p = sub.add_parser(
+        "reembed", parents=[common], help="switch the embedding model and embed everything again"
+    )
+    p.add_argument("--model", required=True, help="a sentence-transformers model name or path, or 'hash'")
     p = sub.add_parser("doctor", parents=[common], help="check the server, extensions, migrations and model")
     p.add_argument("--no-model", action="store_true", help="skip loading the embedding model")
 

@@ -1,0 +1,78 @@
+"""`ghostmem reembed`: a new model with another dimension; everything is embedded again and still found."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+from ghostmem import GhostMem, HashEmbedder, SchemaMismatch, Settings
+from ghostmem.reembed import reembed, vector_columns
+from psycopg import sql
+
+from tests.integration.conversation_support import conversation, import_generic
+
+pytestmark = pytest.mark.db
+
+
+@pytest.fixture
+def own_dsn(server_dsn: str) -> Iterator[str]:
+    """A database of its own: re-embedding retypes the columns of the whole database."""
+    name = f"ghostmem_reembed_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(server_dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    try:
+        yield psycopg.conninfo.make_conninfo(server_dsn, dbname=name)
+    finally:
+        with psycopg.connect(server_dsn, autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+def test_reembed_switches_dimension_and_keeps_everything_findable(
+    own_dsn: str, owner: str, tmp_path: Path
+) -> None:
+    with GhostMem(dsn=own_dsn, owner=owner, embedder=HashEmbedder(384)) as gm:
+        import_generic(
+            gm,
+            tmp_path / "c.jsonl",
+            [
+                conversation(
+                    "pg",
+                    "Postgres vacuum",
+                    1,
+                    ["autovacuum keeps running on the orders table", "tune it"],
+                    "db",
+                ),
+                conversation("cats", "Cat food", 2, ["which food do cats like", "cats love fish"], "home"),
+            ],
+        )
+        gm.remember("Run the migrations before the tests")
+
+    done = reembed(Settings.from_env(dsn=own_dsn, owner=owner), HashEmbedder(64))
+    assert done["dims"] == 64 and done["ghost_memories"] == 1 and done["conversations"] == 2
+    assert done["messages"] == 4 and "messages_embedding_hnsw" in done["indexes_rebuilt"]
+
+    with psycopg.connect(own_dsn) as conn:
+        for col in vector_columns(conn):
+            typmod = conn.execute(
+                "SELECT atttypmod FROM pg_attribute WHERE attrelid = %s::regclass AND attname = %s",
+                (f"{col.schema}.{col.table}", col.column),
+            ).fetchone()
+            assert typmod == (64,), col
+        ghost_col = next(c for c in vector_columns(conn) if c.table == "ghost_memories")
+        assert ghost_col.not_null
+        assert conn.execute(
+            "SELECT count(*) FROM ghostmem.messages WHERE embedding IS NOT NULL"
+        ).fetchone() == (4,)
+        index = conn.execute("SELECT to_regclass('ghostmem.messages_embedding_hnsw') IS NOT NULL").fetchone()
+        assert index == (True,)
+
+    with GhostMem(dsn=own_dsn, owner=owner, embedder=HashEmbedder(64)) as gm:
+        assert gm.search_personal_memory("cats fish", mode="vector").data.rows[0].conv_id == "cats"
+        assert (
+            gm.search_ghost_memories("migrations tests").data.rows[0].content.startswith("Run the migrations")
+        )
+    with pytest.raises(SchemaMismatch, match="stores 64-dimensional vectors"):
+        GhostMem(dsn=own_dsn, owner=owner, embedder=HashEmbedder(384)).connect()
