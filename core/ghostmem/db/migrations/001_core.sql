@@ -1,6 +1,5 @@
 -- Personal memory: conversations, their messages, and what the importers already read.
--- The vector dimension comes from the configured embedding model: the runner sets ghostmem.dims for this
--- transaction, and the DO block below formats it (an integer it validates) into the column types.
+-- The vector dimension comes from the configured embedding model: see ghostmem.add_vector_column below.
 
 CREATE SCHEMA IF NOT EXISTS ghostmem;
 CREATE SCHEMA IF NOT EXISTS agent;
@@ -59,17 +58,26 @@ CREATE TABLE ghostmem.messages (
 );
 CREATE INDEX messages_conv_seq ON ghostmem.messages (owner, tier, conv_id, seq);
 
-DO $$
+-- The one place a vector column is created: later migrations call it too. The dimension is the configured
+-- model's (ghostmem.dims, set by the runner for the migration's transaction), checked before it is formatted in.
+CREATE PROCEDURE ghostmem.add_vector_column(tbl regclass, col text, not_null boolean DEFAULT false)
+LANGUAGE plpgsql
+SET search_path = pg_catalog, public
+AS $$
 DECLARE
     d integer := current_setting('ghostmem.dims')::integer;
 BEGIN
     IF d < 1 OR d > 16000 THEN
         RAISE EXCEPTION 'ghostmem.dims out of range: %', d;
     END IF;
-    EXECUTE format('ALTER TABLE ghostmem.messages ADD COLUMN embedding vector(%s)', d);
-    EXECUTE format('ALTER TABLE ghostmem.conversations ADD COLUMN embedding vector(%s)', d);
+    EXECUTE format('ALTER TABLE %s ADD COLUMN %I vector(%s)%s', tbl, col, d,
+                   CASE WHEN not_null THEN ' NOT NULL' ELSE '' END);
 END
 $$;
+REVOKE ALL ON PROCEDURE ghostmem.add_vector_column(regclass, text, boolean) FROM PUBLIC;
+
+CALL ghostmem.add_vector_column('ghostmem.messages', 'embedding');
+CALL ghostmem.add_vector_column('ghostmem.conversations', 'embedding');
 
 -- Per source file: what an importer has already read, so the next run reads only what is new.
 CREATE TABLE ghostmem.import_state (

@@ -7,13 +7,7 @@ CREATE TABLE ghostmem.embedding_cache (
     PRIMARY KEY (model, content_hash)
 );
 
-DO $$
-DECLARE
-    d integer := current_setting('ghostmem.dims')::integer;
-BEGIN
-    EXECUTE format('ALTER TABLE ghostmem.embedding_cache ADD COLUMN embedding vector(%s) NOT NULL', d);
-END
-$$;
+CALL ghostmem.add_vector_column('ghostmem.embedding_cache', 'embedding', not_null => true);
 
 -- A `summary` line names a leaf message (by its native uuid) and a title for the conversation holding it.
 CREATE TABLE ghostmem.title_hints (

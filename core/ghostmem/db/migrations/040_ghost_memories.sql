@@ -37,16 +37,7 @@ CREATE TABLE agent.ghost_memories (
 CREATE INDEX ghost_memories_owner ON agent.ghost_memories (owner, scope);
 CREATE INDEX ghost_memories_tsv ON agent.ghost_memories USING gin (tsv);
 
-DO $$
-DECLARE
-    d integer := current_setting('ghostmem.dims')::integer;
-BEGIN
-    IF d < 1 OR d > 16000 THEN
-        RAISE EXCEPTION 'ghostmem.dims out of range: %', d;
-    END IF;
-    EXECUTE format('ALTER TABLE agent.ghost_memories ADD COLUMN embedding vector(%s) NOT NULL', d);
-END
-$$;
+CALL ghostmem.add_vector_column('agent.ghost_memories', 'embedding', not_null => true);
 
 -- Every feedback event, with its note: the history behind the counters.
 CREATE TABLE agent.ghost_feedback (

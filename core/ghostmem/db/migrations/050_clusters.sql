@@ -18,13 +18,4 @@ CREATE TABLE ghostmem.cluster_runs (
     ran_at          timestamptz NOT NULL DEFAULT now()
 );
 
-DO $$
-DECLARE
-    d integer := current_setting('ghostmem.dims')::integer;
-BEGIN
-    IF d < 1 OR d > 16000 THEN
-        RAISE EXCEPTION 'ghostmem.dims out of range: %', d;
-    END IF;
-    EXECUTE format('ALTER TABLE ghostmem.clusters ADD COLUMN centroid vector(%s) NOT NULL', d);
-END
-$$;
+CALL ghostmem.add_vector_column('ghostmem.clusters', 'centroid', not_null => true);
