@@ -17,6 +17,8 @@ MAX_DAYS = 36500  # a hundred years: anything larger is a mistake, not a wish
 MAX_SEARCH_LIMIT = 50
 MAX_LIST_LIMIT = 100
 MAX_PAGE = 500
+MAX_OFFSET = 2**31 - 1  # message positions are Postgres integers
+MAX_MEMORY_ID = 2**63 - 1  # memory ids are Postgres bigints
 MAX_QUERY_CHARS = 2000
 MAX_CONTENT_CHARS = 4000
 
@@ -64,7 +66,9 @@ class SearchPersonalMemoryArgs(OpArgs):
 
 class GetConversationArgs(OpArgs):
     conv_id: str = Field(min_length=1, max_length=300, description="A conv_id from a search or list result.")
-    offset: int = Field(0, ge=0, description="Index of the first message to return (for paging).")
+    offset: int = Field(
+        0, ge=0, le=MAX_OFFSET, description="Index of the first message to return (for paging)."
+    )
     limit: int = Field(200, ge=1, le=MAX_PAGE, description="Maximum number of messages to return.")
 
 
@@ -129,7 +133,7 @@ class RememberArgs(OpArgs):
 
 
 class GiveFeedbackArgs(OpArgs):
-    memory_id: int = Field(ge=1, description="The memory_id of a ghost memory.")
+    memory_id: int = Field(ge=1, le=MAX_MEMORY_ID, description="The memory_id of a ghost memory.")
     signal: FeedbackSignal = Field(
         description="endorse: it helped; correct: it was wrong; incident_prevented: it stopped a mistake; "
         "prediction_error: it predicted wrongly."

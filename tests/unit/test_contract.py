@@ -58,6 +58,13 @@ def test_descriptions_fit_every_framework(spec) -> None:  # type: ignore[no-unty
         ("search_personal_memory", {}, "query: Field required"),
         ("list_recent_conversations", {"days": 10**9}, "days: Input should be less than or equal to 36500"),
         ("get_conversation", {"conv_id": "a", "offset": -1}, "offset"),
+        # beyond what the database's integer columns hold (found by the fuzz tests: the server refused it)
+        (
+            "get_conversation",
+            {"conv_id": "a", "offset": 2**63},
+            "offset: Input should be less than or equal to",
+        ),
+        ("give_feedback", {"memory_id": 2**63, "signal": "endorse"}, "memory_id: Input should be less than"),
         ("give_feedback", {"memory_id": 1, "signal": "like"}, "signal"),
         ("remember", {"content": "x", "color": "red"}, "color: Extra inputs are not permitted"),
     ],
