@@ -9,7 +9,8 @@ tables each peer creates for itself, and each peer builds its own indexes with i
 * **langchain-postgres ``PGVectorStore``** (0.0.19): ``init_vectorstore_table`` with a ``content_tsv`` column,
   ``apply_vector_index(HNSWIndex())`` (m=16, ef_construction=64, as ghostmem's) and ``apply_hybrid_search_index()``
   (GIN). Searched by vector (``similarity_search_by_vector``) and in its hybrid mode (``similarity_search`` with a
-  ``HybridSearchConfig``: reciprocal rank fusion, each leg asked for as many candidates as ghostmem's legs).
+  ``HybridSearchConfig``: reciprocal rank fusion, each leg asked for as many candidates as ghostmem's legs: 40
+  nearest, 100 full-text), its HNSW scans at pgvector's default ``ef_search`` (40; ghostmem's is 100).
   0.0.19 writes the first query's text into the config object and reuses it for every later query (upstream issue
   #337), so every hybrid query here gets a **fresh ``HybridSearchConfig``**: each query is searched by its own words.
 * **LangGraph ``PostgresStore``** (langgraph-checkpoint-postgres): ``setup()`` with an HNSW index on
@@ -21,7 +22,10 @@ tables each peer creates for itself, and each peer builds its own indexes with i
 Latency: *server* is the time of the SQL statements each system sends (ghostmem: timed on its connection;
 PGVectorStore: SQLAlchemy cursor events; LangGraph: a timing cursor class on its psycopg connection), with the query
 embedding computed beforehand; *call* is the whole call a user makes, embedding the query with the same MiniLM
-model. Ratios are peer / ghostmem (above 1 = ghostmem faster).
+model. Ratios are peer / ghostmem (above 1 = ghostmem faster). The exact scans run first, in a pass of their own;
+then each system runs alone: every query once untimed (its index and table pages come into the server's cache, as
+they are for a store in use), every query timed server-side, then every query as a whole call
+(no query is timed right after a sequential scan through every vector, or right after another system's search).
 
 Quality: message-level recall@k of each vector search against the exact scan's top-k messages, and, for ghostmem
 (which returns conversations), conversation-level recall@k against the exact scan's k nearest conversations. A
@@ -37,6 +41,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -44,7 +49,7 @@ from typing import Any
 import psycopg
 from ghostmem import GhostMem
 from ghostmem.embed import Embedder, make_embedder
-from ghostmem.search import DEPTH_PER_LEG
+from ghostmem.search import DEPTH_PER_LEG, vector_depth
 from langchain_core.embeddings import Embeddings
 from psycopg import sql
 
@@ -59,7 +64,6 @@ from bench.scale import (
     provenance,
     server_side,
     summarise,
-    whole_call,
     write_json,
 )
 
@@ -410,7 +414,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             return HybridSearchConfig(
                 tsv_column="content_tsv",
                 fusion_function=reciprocal_rank_fusion,
-                primary_top_k=DEPTH_PER_LEG,
+                primary_top_k=vector_depth(k, DEPTH_PER_LEG),
                 secondary_top_k=DEPTH_PER_LEG,
             )
 
@@ -423,89 +427,28 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 since = now - timedelta(days=days) if days else None
                 filt = {"ts": {"$gte": since}} if since else None
                 lg_filt = {"ts": {"$gte": since.isoformat(timespec="seconds")}} if since else None
+                gm_extra: dict[str, Any] = {"days": days} if days else {}
                 acc: dict[str, dict[str, list[Any]]] = {}
-
-                # warm-up pass: caches, model, plans
-                for q in queries[:3]:
-                    gm_args: dict[str, Any] = {"query": q, "limit": k, **({"days": days} if days else {})}
-                    server_side(gm, "search_personal_memory", gm_args, precomputed)
-                    if lc_cached is not None:
-                        lc_cached.similarity_search(q, k=k, filter=filt, hybrid_search_config=fresh_hybrid())
+                # The quality reference first, in a pass of its own: a sequential scan through every vector
+                # leaves the caches unlike what the searches see, and no system is timed right after it.
+                truth: dict[str, tuple[list[int], list[str]]] = {}
                 for q in queries:
-                    vec = vectors[q]
-                    t_exact, exact_ids, exact_convs = exact_neighbours(exact_conn, vec, k, since)
+                    t_exact, exact_ids, exact_convs = exact_neighbours(exact_conn, vectors[q], k, since)
+                    truth[q] = (exact_ids, exact_convs)
                     _add(acc, "exact scan", server=t_exact, rows=len(exact_ids))
-                    gm_args = {"query": q, "limit": k, **({"days": days} if days else {})}
-                    for mode in ("hybrid", "vector"):
-                        margs = {**gm_args, "mode": mode}
-                        srv, data = server_side(gm, "search_personal_memory", margs, precomputed)
-                        call, _ = whole_call(gm, "search_personal_memory", margs)
-                        convs = [h.conv_id for h in data.rows]
-                        _add(
-                            acc,
-                            f"ghostmem {mode}",
-                            server=srv,
-                            call=call,
-                            rows=len(convs),
-                            conv_recall=_recall(convs, exact_convs),
-                        )
-                    if lc_cached is not None and lc_live is not None:
-                        lc_clock.take()
-                        docs = lc_cached.similarity_search_by_vector(vec, k=k, filter=filt)
-                        srv = lc_clock.take()
-                        t0 = time.perf_counter()
-                        lc_live.similarity_search(q, k=k, filter=filt)
-                        call = time.perf_counter() - t0
-                        lc_clock.take()
-                        ids = _lc_message_ids(exact_conn, [d.id for d in docs])
-                        _add(
-                            acc,
-                            "PGVectorStore vector",
-                            server=srv,
-                            call=call,
-                            rows=len(docs),
-                            msg_recall=_recall(ids, exact_ids),
-                            conv_recall=_recall(
-                                list(dict.fromkeys(d.metadata["conv_id"] for d in docs)), exact_convs
-                            ),
-                        )
-                        docs = lc_cached.similarity_search(
-                            q, k=k, filter=filt, hybrid_search_config=fresh_hybrid()
-                        )
-                        srv = lc_clock.take()
-                        t0 = time.perf_counter()
-                        lc_live.similarity_search(q, k=k, filter=filt, hybrid_search_config=fresh_hybrid())
-                        call = time.perf_counter() - t0
-                        lc_clock.take()
-                        _add(
-                            acc,
-                            "PGVectorStore hybrid",
-                            server=srv,
-                            call=call,
-                            rows=len(docs),
-                            conv_recall=_recall(
-                                list(dict.fromkeys(d.metadata["conv_id"] for d in docs)), exact_convs
-                            ),
-                        )
-                    if lg_store is not None and lg_store_live is not None:
-                        lg_clock.take()
-                        items = lg_store.search(NAMESPACE, query=q, limit=k, filter=lg_filt)
-                        srv = lg_clock.take()
-                        t0 = time.perf_counter()
-                        lg_store_live.search(NAMESPACE, query=q, limit=k, filter=lg_filt)
-                        call = time.perf_counter() - t0
-                        lg_clock.take()
-                        _add(
-                            acc,
-                            "LangGraph PostgresStore",
-                            server=srv,
-                            call=call,
-                            rows=len(items),
-                            msg_recall=_recall([int(i.key) for i in items], exact_ids),
-                            conv_recall=_recall(
-                                list(dict.fromkeys(i.value["conv_id"] for i in items)), exact_convs
-                            ),
-                        )
+                systems: list[_System] = []
+                for mode in ("hybrid", "vector"):
+                    systems.append(
+                        _ghostmem_system(gm, mode, {"limit": k, "mode": mode, **gm_extra}, precomputed)
+                    )
+                if lc_cached is not None and lc_live is not None:
+                    systems += _pgvectorstore_systems(
+                        lc_cached, lc_live, lc_clock, exact_conn, vectors, k, filt, fresh_hybrid
+                    )
+                if lg_store is not None and lg_store_live is not None:
+                    systems.append(_langgraph_system(lg_store, lg_store_live, lg_clock, k, lg_filt))
+                for system in systems:
+                    _measure(system, queries, truth, acc)
                 results.append(_case_summary(label, acc, k))
                 _print_case(results[-1])
         engine._run_as_sync(engine.close())
@@ -523,6 +466,109 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "versions": _versions(),
         "cases": results,
     }
+
+
+@dataclass(frozen=True)
+class _System:
+    """One searcher: ``server(q)`` = (seconds in its SQL, what came back); ``call(q)`` = the whole call."""
+
+    name: str
+    server: Callable[[str], tuple[float, _Found]]
+    call: Callable[[str], object]
+
+
+@dataclass(frozen=True)
+class _Found:
+    rows: int
+    conv_ids: list[str]
+    msg_ids: list[int] | None = None  # message-level results (vector searches of messages)
+
+
+WARM_UP_CALLS = 3  # the model's first calls are slower
+
+
+def _measure(
+    system: _System, queries: list[str], truth: dict[str, tuple[list[int], list[str]]], acc: dict[str, Any]
+) -> None:
+    """A system alone: every query once to warm the caches, every query timed server-side (with recall), then
+    every query as a whole call."""
+    for q in queries:
+        system.server(q)
+    for q in queries[:WARM_UP_CALLS]:
+        system.call(q)
+    for q in queries:
+        srv, found = system.server(q)
+        exact_ids, exact_convs = truth[q]
+        values: dict[str, Any] = {
+            "server": srv,
+            "rows": found.rows,
+            "conv_recall": _recall(list(dict.fromkeys(found.conv_ids)), exact_convs),
+        }
+        if found.msg_ids is not None:
+            values["msg_recall"] = _recall(found.msg_ids, exact_ids)
+        _add(acc, system.name, **values)
+    for q in queries:
+        t0 = time.perf_counter()
+        system.call(q)
+        _add(acc, system.name, call=time.perf_counter() - t0)
+
+
+def _ghostmem_system(gm: GhostMem, mode: str, base: dict[str, Any], precomputed: Embedder) -> _System:
+    def server(q: str) -> tuple[float, _Found]:
+        srv, data = server_side(gm, "search_personal_memory", {"query": q, **base}, precomputed)
+        convs = [h.conv_id for h in data.rows]
+        return srv, _Found(rows=len(convs), conv_ids=convs)
+
+    return _System(
+        f"ghostmem {mode}", server, lambda q: gm.run("search_personal_memory", {"query": q, **base})
+    )
+
+
+def _pgvectorstore_systems(
+    lc_cached: Any,
+    lc_live: Any,
+    clock: StatementClock,
+    conn: psycopg.Connection[Any],
+    vectors: dict[str, list[float]],
+    k: int,
+    filt: dict[str, Any] | None,
+    fresh_hybrid: Callable[[], Any],
+) -> list[_System]:
+    def vector(q: str) -> tuple[float, _Found]:
+        clock.take()
+        docs = lc_cached.similarity_search_by_vector(vectors[q], k=k, filter=filt)
+        srv = clock.take()
+        ids = _lc_message_ids(conn, [d.id for d in docs])
+        return srv, _Found(len(docs), [d.metadata["conv_id"] for d in docs], ids)
+
+    def hybrid(q: str) -> tuple[float, _Found]:
+        clock.take()
+        docs = lc_cached.similarity_search(q, k=k, filter=filt, hybrid_search_config=fresh_hybrid())
+        srv = clock.take()
+        return srv, _Found(len(docs), [d.metadata["conv_id"] for d in docs])
+
+    return [
+        _System("PGVectorStore vector", vector, lambda q: lc_live.similarity_search(q, k=k, filter=filt)),
+        _System(
+            "PGVectorStore hybrid",
+            hybrid,
+            lambda q: lc_live.similarity_search(q, k=k, filter=filt, hybrid_search_config=fresh_hybrid()),
+        ),
+    ]
+
+
+def _langgraph_system(
+    store: Any, live: Any, clock: StatementClock, k: int, filt: dict[str, Any] | None
+) -> _System:
+    def server(q: str) -> tuple[float, _Found]:
+        clock.take()
+        items = store.search(NAMESPACE, query=q, limit=k, filter=filt)
+        srv = clock.take()
+        return srv, _Found(len(items), [i.value["conv_id"] for i in items], [int(i.key) for i in items])
+
+    return _System(
+        "LangGraph PostgresStore", server, lambda q: live.search(NAMESPACE, query=q, limit=k, filter=filt)
+    )
 
 
 def _add(acc: dict[str, dict[str, list[Any]]], system: str, **values: Any) -> None:

@@ -25,10 +25,12 @@ def diagnose(settings: Settings, check_model: bool = True) -> dict[str, Any]:
         dsn = db.resolve_dsn(settings)
         with db.connect(dsn, autocommit=True) as conn:
             version = conn.execute("SHOW server_version").fetchone()
+            buffers = conn.execute("SHOW shared_buffers").fetchone()
             checks["server"] = {
                 "ok": True,
                 "dsn": db.redact_dsn(dsn),
                 "version": version[0] if version else None,
+                "shared_buffers": buffers[0] if buffers else None,
             }
             installed = dict(
                 conn.execute(

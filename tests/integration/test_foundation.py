@@ -99,8 +99,7 @@ def test_dead_dsn_in_python_raises_database_unavailable() -> None:
 def test_embedded_server_lifecycle_and_doctor() -> None:
     """db start/status/url/stop, then any command brings the server back by itself; doctor reports everything."""
     home = Path(tempfile.mkdtemp(prefix="ghostmem-life-"))
-    env = {"GHOSTMEM_HOME": str(home), "GHOSTMEM_EMBED_MODEL": "hash"}
-    env.pop("GHOSTMEM_DSN", None)
+    env = {"GHOSTMEM_HOME": str(home), "GHOSTMEM_EMBED_MODEL": "hash", "GHOSTMEM_SHARED_BUFFERS": "160MB"}
     os.environ.pop("GHOSTMEM_DSN", None)
     try:
         assert _ghostmem("db", "start", env=env).returncode == 0
@@ -112,6 +111,7 @@ def test_embedded_server_lifecycle_and_doctor() -> None:
         report = json.loads(res.stdout)
         assert json.loads(_ghostmem("db", "status", "--json", env=env).stdout)["running"] is True
         assert report["checks"]["server"]["ok"] and report["checks"]["server"]["version"].startswith("18")
+        assert report["checks"]["server"]["shared_buffers"] == "160MB"
         assert report["checks"]["vector"]["ok"] and report["checks"]["pg_trgm"]["ok"]
         assert report["checks"]["model"] == {"ok": True, "name": "hash", "dim": 384}
         assert "applied" in report["checks"]["migrations"]
