@@ -106,9 +106,11 @@ def _message_json(limit: int) -> sql.Composed:
 
 @dataclass(frozen=True, slots=True)
 class _Plan:
-    """What one search statement needs besides its SQL text."""
+    """What one search statement needs besides its SQL text: bound parameters (what the user gave, the query
+    vector) and literals (sizes and constants, written into the text so that its generic plan knows them)."""
 
     params: dict[str, Any]
+    literals: dict[str, sql.Composable]
     lexical: bool
     vector: bool
 
@@ -151,7 +153,7 @@ lex_terms AS MATERIALIZED (
     SELECT q.lexeme, ghostmem.lexeme_query(q.lexeme) AS tq
     FROM unnest(tsvector_to_array(ghostmem.lexemes(%(query)s, true))) AS q(lexeme)
     ORDER BY length(q.lexeme) DESC, q.lexeme
-    LIMIT %(max_terms)s
+    LIMIT {max_terms}
 ),
 lex_all AS MATERIALIZED (
     SELECT a.id, a.tier, a.conv_id, a.kept,
@@ -159,13 +161,13 @@ lex_all AS MATERIALIZED (
     FROM (
         SELECT m.id, m.tier, m.conv_id, m.tsv, {kept} AS kept FROM ghostmem.messages m
         WHERE {owner} AND m.tsv @@ (SELECT string_agg(t.tq::text, ' & ')::tsquery FROM lex_terms t)
-        LIMIT %(depth)s
+        LIMIT {depth}
     ) a
 ),
 -- Enough messages hold every word, or so many do (filters aside) that every word is common: the per-word fetches
 -- below would only add arbitrary samples of common words, so they are skipped.
 lex_enough AS MATERIALIZED (
-    SELECT count(*) FILTER (WHERE kept) >= %(depth)s OR count(*) >= %(df_cap)s AS enough, count(*) AS n_all
+    SELECT count(*) FILTER (WHERE kept) >= {depth} OR count(*) >= {df_cap} AS enough, count(*) AS n_all
     FROM lex_all
 ),
 lex_hits AS MATERIALIZED (
@@ -174,7 +176,7 @@ lex_hits AS MATERIALIZED (
     CROSS JOIN LATERAL (
         SELECT m.id, {kept} AS kept FROM ghostmem.messages m
         WHERE {owner} AND m.tsv @@ t.tq
-        LIMIT %(df_cap)s
+        LIMIT {df_cap}
     ) m
     WHERE NOT (SELECT enough FROM lex_enough)
 ),
@@ -182,9 +184,9 @@ lex_n AS MATERIALIZED (
     SELECT CASE WHEN NOT (SELECT enough FROM lex_enough) THEN (
         SELECT greatest(count(*), 1)::float8 FROM (
             SELECT 1 FROM ghostmem.messages m WHERE m.owner = %(owner)s AND m.tier = ANY(%(tiers)s)
-            LIMIT %(n_cap)s
+            LIMIT {n_cap}
         ) s
-    ) ELSE %(n_cap)s::float8 END AS n
+    ) ELSE {n_cap}::float8 END AS n
 ),
 lex_idf AS MATERIALIZED (
     SELECT d.lexeme, d.df, ln(1 + (greatest(n.n, d.df) - d.df + 0.5) / (d.df + 0.5)) AS idf
@@ -201,7 +203,7 @@ lex_cand AS MATERIALIZED (
     SELECT m.id, m.tier, m.conv_id, length(m.tsv), tsvector_to_array(m.tsv)
     FROM (
         SELECT DISTINCT h.id FROM lex_hits h JOIN lex_idf t ON t.lexeme = h.lexeme
-        WHERE h.kept AND (t.df < %(df_cap)s OR NOT EXISTS (SELECT 1 FROM lex_idf r WHERE r.df < %(df_cap)s))
+        WHERE h.kept AND (t.df < {df_cap} OR NOT EXISTS (SELECT 1 FROM lex_idf r WHERE r.df < {df_cap}))
     ) c
     JOIN ghostmem.messages m ON m.id = c.id
     WHERE NOT EXISTS (SELECT 1 FROM lex_all a WHERE a.id = c.id AND a.kept)
@@ -212,12 +214,12 @@ lex_avgdl AS MATERIALIZED (
 lex AS (
     SELECT c.id, c.tier, c.conv_id, s.score, row_number() OVER (ORDER BY s.score DESC, c.id) AS rank
     FROM lex_cand c CROSS JOIN lex_avgdl a CROSS JOIN LATERAL (
-        SELECT sum(t.idf * (%(k1)s + 1) / (1 + %(k1)s * (1 - %(b)s + %(b)s * c.len / a.avgdl))) AS score
+        SELECT sum(t.idf * ({k1} + 1) / (1 + {k1} * (1 - {b} + {b} * c.len / a.avgdl))) AS score
         FROM lex_idf t WHERE t.lexeme = ANY(c.words)
     ) s
     WHERE s.score IS NOT NULL
     ORDER BY s.score DESC, c.id
-    LIMIT %(depth)s
+    LIMIT {depth}
 )"""
 
 _VECTOR_LEG = """
@@ -226,7 +228,7 @@ vec_scan AS MATERIALIZED (
     FROM ghostmem.messages m
     WHERE {filters} AND m.embedding IS NOT NULL
     ORDER BY m.embedding <=> %(qvec)s::vector
-    LIMIT %(vec_depth)s
+    LIMIT {vec_depth}
 ),
 vec AS (
     SELECT id, tier, conv_id, dist, row_number() OVER (ORDER BY dist, id) AS rank FROM vec_scan
@@ -235,7 +237,7 @@ vec AS (
 _FUSED_BOTH = """
 fused AS (
     SELECT coalesce(l.id, v.id) AS id, coalesce(l.tier, v.tier) AS tier, coalesce(l.conv_id, v.conv_id) AS conv_id,
-           coalesce(1.0 / (%(rrf_k)s + l.rank), 0) + coalesce(%(vector_weight)s / (%(rrf_k)s + v.rank), 0){bonus}
+           coalesce(1.0 / ({rrf_k} + l.rank), 0) + coalesce(%(vector_weight)s / ({rrf_k} + v.rank), 0){bonus}
                AS score,
            l.rank AS lex_rank, l.score AS lex_score, v.rank AS vec_rank, v.dist AS vec_dist
     FROM lex l FULL OUTER JOIN vec v ON l.id = v.id
@@ -243,14 +245,14 @@ fused AS (
 
 _FUSED_LEXICAL = """
 fused AS (
-    SELECT id, tier, conv_id, 1.0 / (%(rrf_k)s + rank) AS score, rank AS lex_rank, score AS lex_score,
+    SELECT id, tier, conv_id, 1.0 / ({rrf_k} + rank) AS score, rank AS lex_rank, score AS lex_score,
            NULL::bigint AS vec_rank, NULL::float8 AS vec_dist
     FROM lex
 )"""
 
 _FUSED_VECTOR = """
 fused AS (
-    SELECT id, tier, conv_id, 1.0 / (%(rrf_k)s + rank) AS score, NULL::bigint AS lex_rank, NULL::float8 AS lex_score,
+    SELECT id, tier, conv_id, 1.0 / ({rrf_k} + rank) AS score, NULL::bigint AS lex_rank, NULL::float8 AS lex_score,
            rank AS vec_rank, dist AS vec_dist
     FROM vec
 )"""
@@ -260,7 +262,7 @@ fused AS (
 # a leg adds): "what did Ann say about X" is more often answered by Ann's messages than by those addressing her.
 _SPEAKER_BONUS_SQL = sql.SQL(
     " + CASE WHEN EXISTS (SELECT 1 FROM ghostmem.messages x WHERE x.id = coalesce(l.id, v.id)"
-    " AND lower(x.speaker) = ANY(%(speakers)s)) THEN %(speaker_bonus)s ELSE 0 END"
+    " AND lower(x.speaker) = ANY(%(speakers)s)) THEN {speaker_bonus} ELSE 0 END"
 )
 
 
@@ -269,14 +271,14 @@ def _fused_messages(args: SearchPersonalMemoryArgs, plan: _Plan) -> sql.Composed
     builder."""
     legs: list[sql.Composable] = []
     if plan.lexical:
-        legs.append(sql.SQL(_LEXICAL_LEG).format(owner=_OWNER_FILTER, kept=_kept(args)))
+        legs.append(sql.SQL(_LEXICAL_LEG).format(owner=_OWNER_FILTER, kept=_kept(args), **plan.literals))
     if plan.vector:
-        legs.append(sql.SQL(_VECTOR_LEG).format(filters=_message_filters(args)))
+        legs.append(sql.SQL(_VECTOR_LEG).format(filters=_message_filters(args), **plan.literals))
     if plan.lexical and plan.vector:
-        bonus = _SPEAKER_BONUS_SQL if plan.params.get("speakers") else sql.SQL("")
-        legs.append(sql.SQL(_FUSED_BOTH).format(bonus=bonus))
+        bonus = _SPEAKER_BONUS_SQL.format(**plan.literals) if plan.params.get("speakers") else sql.SQL("")
+        legs.append(sql.SQL(_FUSED_BOTH).format(bonus=bonus, **plan.literals))
     else:
-        legs.append(sql.SQL(_FUSED_LEXICAL if plan.lexical else _FUSED_VECTOR))
+        legs.append(sql.SQL(_FUSED_LEXICAL if plan.lexical else _FUSED_VECTOR).format(**plan.literals))
     return sql.SQL("WITH") + sql.SQL(",").join(legs)
 
 
@@ -328,18 +330,26 @@ def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int) -> Program
         "days": args.days,
         "platform": args.platform,
         "project": like_pattern(args.project) if args.project is not None else None,
+    }
+    vec_depth = vector_depth(args.limit, depth)
+    constants = {
         "depth": depth,
-        "vec_depth": vector_depth(args.limit, depth),
+        "vec_depth": vec_depth,
+        "limit": args.limit,
         "df_cap": DF_CAP,
         "max_terms": MAX_QUERY_TERMS,
         "n_cap": N_CAP,
         "k1": BM25_K1,
         "b": BM25_B,
         "rrf_k": RRF_K,
+        "matches": MATCHES_PER_HIT,
+        "speaker_bonus": SPEAKER_BONUS,
     }
+    literals: dict[str, sql.Composable] = {k: sql.Literal(v) for k, v in constants.items()}
     # The settings of the statement, made in its transaction. The statement is planned once per connection
-    # (psycopg prepares a statement run five times; its generic plan then saves ~1 ms of planning per search,
-    # and its shape is fixed by the materialised legs: GIN scans, the HNSW scan, primary keys). Iterative scans
+    # (psycopg prepares a statement run five times; its generic plan then saves ~1 ms of planning per search:
+    # its sizes are literals, and its shape is fixed by the materialised legs — GIN scans, the HNSW scan,
+    # primary keys). Iterative scans
     # keep a filtered HNSW scan going until `vec_depth` rows pass the filters; ef_search is how many candidates
     # each step of the scan keeps (the wider, the closer to the exact nearest rows).
     settings = sql.SQL(
@@ -349,12 +359,12 @@ def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int) -> Program
         " set_config('hnsw.max_scan_tuples', %(max_scan)s, true) AS max_scan"
     )
     setting_params = {
-        "ef_search": str(max(params["vec_depth"], HNSW_EF_SEARCH)),
+        "ef_search": str(max(vec_depth, HNSW_EF_SEARCH)),
         "max_scan": str(HNSW_MAX_SCAN_TUPLES),
     }
     if not vector:
         yield Query(sql.SQL("SELECT ") + settings, setting_params)
-        return _Plan(params=params, lexical=lexical, vector=vector)
+        return _Plan(params=params, literals=literals, lexical=lexical, vector=vector)
     # Speaker names the query mentions (looked up in the same round trip).
     rows = yield Query(
         sql.SQL(
@@ -370,11 +380,10 @@ def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int) -> Program
         {**setting_params, "names": _speaker_candidates(args.query), "owner": ctx.owner, "tiers": tiers},
     )
     params["speakers"] = list(rows[0]["speakers"])
-    params["speaker_bonus"] = SPEAKER_BONUS
     dense_query = strip_names(args.query, params["speakers"])
     params["qvec"] = str((yield Embed(dense_query)))
     params["vector_weight"] = vector_weight(args.query)
-    return _Plan(params=params, lexical=lexical, vector=vector)
+    return _Plan(params=params, literals=literals, lexical=lexical, vector=vector)
 
 
 def search_messages(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int) -> Program[list[Row]]:
@@ -389,17 +398,15 @@ def search_messages(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int) 
         SELECT f.*, m.seq, m.native_id, m.role, m.ts, m.speaker, m.text
         FROM fused f JOIN ghostmem.messages m ON m.id = f.id
         ORDER BY f.score DESC, f.id
-        LIMIT %(depth)s
+        LIMIT {depth}
         """
-    )
+    ).format(**plan.literals)
     rows: list[Row] = yield Query(statement, plan.params)
     return rows
 
 
 def search_personal_memory(ctx: OpContext, args: SearchPersonalMemoryArgs) -> Program[SearchResult]:
     plan = yield from _plan(ctx, args, max(DEPTH_PER_LEG, 5 * args.limit))
-    plan.params["limit"] = args.limit
-    plan.params["matches"] = MATCHES_PER_HIT
     statement = _fused_messages(args, plan) + sql.SQL(
         """,
         hits AS (
@@ -411,7 +418,7 @@ def search_personal_memory(ctx: OpContext, args: SearchPersonalMemoryArgs) -> Pr
             FROM hits h
             GROUP BY h.tier, h.conv_id
             ORDER BY max(h.score) DESC, h.tier = 'library', h.conv_id
-            LIMIT %(limit)s
+            LIMIT {limit}
         )
         SELECT {columns}, b.score, x.matches, x.explain -> 0 AS explain
         FROM best b
@@ -424,11 +431,11 @@ def search_personal_memory(ctx: OpContext, args: SearchPersonalMemoryArgs) -> Pr
                                                 'vector_distance', h.vec_dist, 'message_seq', m.seq))
                        FILTER (WHERE h.pos = 1) AS explain
             FROM hits h JOIN ghostmem.messages m ON m.id = h.id
-            WHERE h.tier = b.tier AND h.conv_id = b.conv_id AND h.pos <= %(matches)s
+            WHERE h.tier = b.tier AND h.conv_id = b.conv_id AND h.pos <= {matches}
         ) x
         ORDER BY b.score DESC, b.tier = 'library', b.conv_id
         """
-    ).format(message=_message_json(MATCH_TEXT_CHARS), columns=_ROW_COLUMNS)
+    ).format(message=_message_json(MATCH_TEXT_CHARS), columns=_ROW_COLUMNS, **plan.literals)
     rows: list[Row] = yield Query(statement, plan.params)
     hits = [
         SearchHit(
