@@ -2,7 +2,8 @@
 
 Environment: ``GHOSTMEM_DSN`` (any Postgres; unset = the embedded server), ``GHOSTMEM_HOME`` (data dir of the
 embedded server and import state), ``GHOSTMEM_EMBED_MODEL`` (a sentence-transformers model name or path, or
-``hash`` for the deterministic test embedder), ``GHOSTMEM_OWNER`` (whose memory this is).
+``hash`` for the deterministic test embedder), ``GHOSTMEM_OWNER`` (whose memory this is). The embedded server
+also reads ``GHOSTMEM_SHARED_BUFFERS`` when it starts (see :mod:`ghostmem.db.server`).
 """
 
 from __future__ import annotations

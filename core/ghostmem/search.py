@@ -123,14 +123,19 @@ def _scope_filters(args: SearchPersonalMemoryArgs) -> list[sql.Composable]:
     if args.platform is not None:
         parts.append(sql.SQL("m.platform = %(platform)s"))
     if args.project is not None:
-        # An OR with a sub-select keeps this a (hashed) filter of the scan instead of a join after it.
+        # An OR with a sub-select keeps this a (hashed) filter of the scan instead of a join after it; the
+        # conversations whose title matches are found once per statement (_TITLED), not once per leg.
         parts.append(
-            sql.SQL(
-                "(m.project ILIKE %(project)s OR m.conv_id IN (SELECT c.conv_id FROM ghostmem.conversations c "
-                "WHERE c.owner = %(owner)s AND c.tier = ANY(%(tiers)s) AND c.title ILIKE %(project)s))"
-            )
+            sql.SQL("(m.project ILIKE %(project)s OR m.conv_id IN (SELECT t.conv_id FROM titled t))")
         )
     return parts
+
+
+_TITLED = """
+titled AS MATERIALIZED (
+    SELECT c.conv_id FROM ghostmem.conversations c
+    WHERE c.owner = %(owner)s AND c.tier = ANY(%(tiers)s) AND c.title ILIKE %(project)s
+)"""
 
 
 _OWNER_FILTER = sql.SQL("m.owner = %(owner)s AND m.tier = ANY(%(tiers)s)")
@@ -269,7 +274,7 @@ _SPEAKER_BONUS_SQL = sql.SQL(
 def _fused_messages(args: SearchPersonalMemoryArgs, plan: _Plan) -> sql.Composed:
     """``WITH ... fused AS (id, tier, conv_id, score, lex_rank, lex_score, vec_rank, vec_dist)``: the one query
     builder."""
-    legs: list[sql.Composable] = []
+    legs: list[sql.Composable] = [sql.SQL(_TITLED)] if args.project is not None else []
     if plan.lexical:
         legs.append(sql.SQL(_LEXICAL_LEG).format(owner=_OWNER_FILTER, kept=_kept(args), **plan.literals))
     if plan.vector:

@@ -107,6 +107,8 @@ def test_embedded_server_lifecycle_and_doctor() -> None:
         assert status["running"] and status["dsn"].startswith("postgresql://")
         assert _ghostmem("db", "stop", env=env).returncode == 0
         assert json.loads(_ghostmem("db", "status", "--json", env=env).stdout)["running"] is False
+        # the cache's contents were recorded at shutdown, to be read back when the server starts again
+        assert (home / "pgdata" / "autoprewarm.blocks").exists()
         res = _ghostmem("doctor", "--json", env=env)
         report = json.loads(res.stdout)
         assert json.loads(_ghostmem("db", "status", "--json", env=env).stdout)["running"] is True

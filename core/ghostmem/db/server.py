@@ -12,7 +12,9 @@ changed — it never silently opens a home directory for listing.
 Memory: ``shared_buffers`` is a quarter of the machine's memory, between 128MB and 4GB (``GHOSTMEM_SHARED_BUFFERS``
 sets it, e.g. ``512MB``). PostgreSQL touches that memory only as it caches pages, so a small store uses little of
 it; a large one keeps its search indexes in the server's own cache instead of copying them from the operating
-system's on every search (at a million messages, the HNSW graph alone is 1.8GB).
+system's on every search (at a million messages, the HNSW graph alone is 1.8GB). ``pg_prewarm``'s autoprewarm
+worker records which pages the cache held and reads them back after a restart, so the first searches after
+``ghostmem db stop`` or a reboot do not each wait for the disk.
 """
 
 from __future__ import annotations
@@ -91,11 +93,10 @@ class EmbeddedServer:
                 return current
             self._init_pgdata()
             socket_dir = self._socket_dir()
-            self._pg_ctl(
-                "-w", "-t", "60", "-l", str(self.logfile),
-                "-o", f"-h '' -k {socket_dir} -c max_connections=200 -c shared_buffers={shared_buffers()}",
-                "start",
-            )  # fmt: skip
+            options = f"-h '' -k {socket_dir} -c max_connections=200 -c shared_buffers={shared_buffers()}"
+            if (_install_dir() / "lib" / "pg_prewarm.so").exists():
+                options += " -c shared_preload_libraries=pg_prewarm"
+            self._pg_ctl("-w", "-t", "60", "-l", str(self.logfile), "-o", options, "start")
             status = self._wait_ready()
             self._ensure_database(status)
             return status
