@@ -9,8 +9,9 @@ tables each peer creates for itself, and each peer builds its own indexes with i
 * **langchain-postgres ``PGVectorStore``** (0.0.19): ``init_vectorstore_table`` with a ``content_tsv`` column,
   ``apply_vector_index(HNSWIndex())`` (m=16, ef_construction=64, as ghostmem's) and ``apply_hybrid_search_index()``
   (GIN). Searched by vector (``similarity_search_by_vector``) and in its hybrid mode (``similarity_search`` with a
-  ``HybridSearchConfig``: reciprocal rank fusion, each leg asked for as many candidates as ghostmem's legs: 40
-  nearest, 100 full-text), its HNSW scans at pgvector's default ``ef_search`` (40; ghostmem's is 100).
+  ``HybridSearchConfig``: reciprocal rank fusion, each leg asked for as many candidates as ghostmem's legs: 100
+  full-text, 100 nearest — 40 under a filter), its HNSW scans at pgvector's default ``ef_search`` (40, so it
+  never returns more than 40 nearest; ghostmem's is 100).
   0.0.19 writes the first query's text into the config object and reuses it for every later query (upstream issue
   #337), so every hybrid query here gets a **fresh ``HybridSearchConfig``**: each query is searched by its own words.
 * **LangGraph ``PostgresStore``** (langgraph-checkpoint-postgres): ``setup()`` with an HNSW index on
@@ -409,12 +410,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             lc_cached = PGVectorStore.create_sync(engine, cached, LC_TABLE, **common)  # type: ignore[arg-type]
             lc_live = PGVectorStore.create_sync(engine, live, LC_TABLE, **common)  # type: ignore[arg-type]
 
-        def fresh_hybrid() -> HybridSearchConfig:
+        def fresh_hybrid(filtered: bool) -> HybridSearchConfig:
             # A new config per query: 0.0.19 stores the first query's words in the config (issue #337).
             return HybridSearchConfig(
                 tsv_column="content_tsv",
                 fusion_function=reciprocal_rank_fusion,
-                primary_top_k=vector_depth(k, DEPTH_PER_LEG),
+                primary_top_k=vector_depth(k, DEPTH_PER_LEG, filtered),
                 secondary_top_k=DEPTH_PER_LEG,
             )
 
@@ -532,7 +533,7 @@ def _pgvectorstore_systems(
     vectors: dict[str, list[float]],
     k: int,
     filt: dict[str, Any] | None,
-    fresh_hybrid: Callable[[], Any],
+    fresh_hybrid: Callable[[bool], Any],
 ) -> list[_System]:
     def vector(q: str) -> tuple[float, _Found]:
         clock.take()
@@ -543,7 +544,9 @@ def _pgvectorstore_systems(
 
     def hybrid(q: str) -> tuple[float, _Found]:
         clock.take()
-        docs = lc_cached.similarity_search(q, k=k, filter=filt, hybrid_search_config=fresh_hybrid())
+        docs = lc_cached.similarity_search(
+            q, k=k, filter=filt, hybrid_search_config=fresh_hybrid(filt is not None)
+        )
         srv = clock.take()
         return srv, _Found(len(docs), [d.metadata["conv_id"] for d in docs])
 
@@ -552,7 +555,9 @@ def _pgvectorstore_systems(
         _System(
             "PGVectorStore hybrid",
             hybrid,
-            lambda q: lc_live.similarity_search(q, k=k, filter=filt, hybrid_search_config=fresh_hybrid()),
+            lambda q: lc_live.similarity_search(
+                q, k=k, filter=filt, hybrid_search_config=fresh_hybrid(filt is not None)
+            ),
         ),
     ]
 

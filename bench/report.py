@@ -40,7 +40,8 @@ components, normalised — so that neighbourhoods, and therefore HNSW graphs, lo
 are dropped, the rows are COPYed (binary) into `ghostmem.conversations` / `ghostmem.messages` with the product's
 triggers firing on every row, and every index is re-created from its own definition and timed
 (`maintenance_work_mem` 3GB, one parallel maintenance worker on two cores). A dedicated embedded PostgreSQL server
-runs under a temporary `GHOSTMEM_HOME`, with the product's settings (`shared_buffers` 256MB).
+runs under a temporary `GHOSTMEM_HOME`, with the product's settings (`shared_buffers` a quarter of the machine's
+memory, 128MB to 4GB; each run's value is in its server table).
 
 **Latency**: *server* is the time of the SQL statements an operation sends, timed on its connection over the
 Unix socket, with the query embedding computed beforehand; *call* is the whole tool call, `gm.run(name, args)`:
@@ -55,14 +56,18 @@ bounds and its p95 is noisy, while the ratios, measured side by side, remain com
 **Peers** (`bench/peers.py`): the same embedded messages copied server-side into each peer's own tables with its own
 indexes — langchain-postgres `PGVectorStore` (HNSW m=16, ef_construction=64; GIN on its `content_tsv`; hybrid =
 its own dense query + `ts_rank_cd` keyword query fused by its reciprocal-rank function, each leg asked for as many
-candidates as ghostmem's legs) and LangGraph `PostgresStore` (HNSW on `store_vectors`). langchain-postgres
+candidates as ghostmem's legs: 100 keyword matches, 100 nearest — 40 under a filter; its HNSW scans at pgvector's
+default `ef_search` 40, so it never returns more than 40 nearest; ghostmem's at 100) and LangGraph `PostgresStore` (HNSW on `store_vectors`). langchain-postgres
 0.0.19 keeps the first hybrid query's words in the config object and reuses them for later queries (upstream
 issue #337); here **every hybrid query gets a fresh `HybridSearchConfig`**, so each query is searched by its own
 words. The exact reference is the same vector query run as a sequential scan. Recall: message-level recall@k of a
 vector search against the exact top-k messages; conversation-level recall@k of ghostmem (which returns
 conversations) against the exact k nearest conversations. A hybrid result is not meant to equal the vector top-k:
 its overlap is shown for information. *rows* is what came back; a filtered search returning fewer than k rows
-although k exist has lost results.
+although k exist has lost results. The exact scans run first, in a pass of their own; then each system runs alone:
+every query once untimed (its pages come into the server's cache, as they are for a store in use), every query
+timed server-side, then every query as a whole call. No query is timed right after a sequential scan through every
+vector or right after another system's search.
 
 **Ingest** (`bench/ingest.py`): generated conversations written as generic-format JSONL files and imported with
 `gm.import_paths` into a fresh database per run (so no run profits from another's embedding cache), once without
