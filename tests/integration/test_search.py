@@ -258,3 +258,29 @@ def test_cjk_queries_rank_by_words() -> None:
     assert vector_weight("2024年の会話") == 0.0  # digits say nothing about the language
     assert vector_weight("What did Ann say?") == 1.0
     assert 0.0 < vector_weight("running 会話") < 1.0
+
+
+def test_a_filtered_vector_leg_is_shallower(gm: GhostMem, tmp_path: Path) -> None:
+    """Unfiltered, the vector leg is as deep as the lexical one; under a filter it stops at 40 (cost grows with
+    the rows a filtered HNSW scan must find)."""
+    _bulk(gm, tmp_path, n_big=60, n_small=0)
+    unfiltered = _messages(gm, "routine deploy log", "vector")
+    filtered = _messages(gm, "routine deploy log", "vector", days=3650)
+    assert max(r["vec_rank"] for r in unfiltered) == 50
+    assert max(r["vec_rank"] for r in filtered) == 40
+
+
+def test_the_search_statement_is_planned_once_per_connection(gm: GhostMem, tmp_path: Path) -> None:
+    """After psycopg prepares the statement (its sixth run on a connection), Postgres reuses one generic plan."""
+    _bulk(gm, tmp_path, n_big=20, n_small=2)
+    args = SearchPersonalMemoryArgs(query="tiny deploy", days=30)
+    with gm.connection() as conn:
+        first = run_sync(search_personal_memory(gm.context, args), conn, gm.embedder)
+        for _ in range(7):
+            again = run_sync(search_personal_memory(gm.context, args), conn, gm.embedder)
+            assert again == first
+        rows = conn.execute(
+            "SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement LIKE %s",
+            ("%lex_terms%",),
+        ).fetchall()
+    assert rows and rows[0][0] >= 1 and rows[0][1] == 0
