@@ -57,6 +57,7 @@ from psycopg import sql
 from bench import corpus
 from bench.common import RESULTS
 from bench.scale import (
+    WARM_UP_CALLS,
     PrecomputedEmbedder,
     add_common_args,
     bench_database,
@@ -483,9 +484,6 @@ class _Found:
     rows: int
     conv_ids: list[str]
     msg_ids: list[int] | None = None  # message-level results (vector searches of messages)
-
-
-WARM_UP_CALLS = 3  # the model's first calls are slower
 
 
 def _measure(

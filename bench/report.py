@@ -46,10 +46,9 @@ memory, 128MB to 4GB; each run's value is in its server table).
 **Latency**: *server* is the time of the SQL statements an operation sends, timed on its connection over the
 Unix socket, with the query embedding computed beforehand; *call* is the whole tool call, `gm.run(name, args)`:
 validation, embedding the query with MiniLM on the CPU, every statement, rendering. Medians (p50) and 95th
-percentiles over the queries of each case, after three warm-up calls. Each query's whole call runs right after
-its server-side measurement, so it finds that query's pages already cached: compare server with server and call
-with call (a call can come out faster than the server-side figure of a cold first visit). Ratios are always
-measured in the same process, on the same data, in the same run. Each run records the machine's load average when it ended: a load
+percentiles over the argument sets of each case: every set runs once untimed (its pages come into the server's
+cache, as they are for a store in use), then every set is timed server-side, then every set as a whole call (after
+three untimed calls that load the model). Ratios are always measured in the same process, on the same data, in the same run. Each run records the machine's load average when it ended: a load
 above the core count means other work shared the two cores during the run, so its absolute latencies are upper
 bounds and its p95 is noisy, while the ratios, measured side by side, remain comparable.
 
