@@ -157,8 +157,7 @@ lex_terms AS MATERIALIZED (
     LIMIT {max_terms}
 ),
 lex_all AS MATERIALIZED (
-    SELECT a.id, a.tier, a.conv_id, a.kept,
-           CASE WHEN a.kept THEN length(a.tsv) END AS len, CASE WHEN a.kept THEN tsvector_to_array(a.tsv) END AS words
+    SELECT a.id, a.tier, a.conv_id, a.kept, CASE WHEN a.kept THEN length(a.tsv) END AS len
     FROM (
         SELECT m.id, m.tier, m.conv_id, m.tsv, {kept} AS kept FROM ghostmem.messages m
         WHERE {owner} AND m.tsv @@ (SELECT string_agg(t.tq::text, ' & ')::tsquery FROM lex_terms t)
@@ -198,8 +197,9 @@ lex_idf AS MATERIALIZED (
     ) d, lex_n n
     WHERE d.df > 0
 ),
+-- A message of the conjunction holds every query lexeme: its `words` stay NULL, which the ranking reads as "all".
 lex_cand AS MATERIALIZED (
-    SELECT a.id, a.tier, a.conv_id, a.len, a.words FROM lex_all a WHERE a.kept
+    SELECT a.id, a.tier, a.conv_id, a.len, NULL::text[] AS words FROM lex_all a WHERE a.kept
     UNION ALL
     SELECT m.id, m.tier, m.conv_id, length(m.tsv), tsvector_to_array(m.tsv)
     FROM (
@@ -216,7 +216,7 @@ lex AS (
     SELECT c.id, c.tier, c.conv_id, s.score, row_number() OVER (ORDER BY s.score DESC, c.id) AS rank
     FROM lex_cand c CROSS JOIN lex_avgdl a CROSS JOIN LATERAL (
         SELECT sum(t.idf * ({k1} + 1) / (1 + {k1} * (1 - {b} + {b} * c.len / a.avgdl))) AS score
-        FROM lex_idf t WHERE t.lexeme = ANY(c.words)
+        FROM lex_idf t WHERE c.words IS NULL OR t.lexeme = ANY(c.words)
     ) s
     WHERE s.score IS NOT NULL
     ORDER BY s.score DESC, c.id
