@@ -4,13 +4,17 @@ Search ranks *messages* with two legs and fuses them by reciprocal rank (``1 / (
 
 * **lexical**: the ``tsv`` column (English-stemmed words plus CJK character grams, filled by a trigger, see
   migration 020) scored like BM25 over a bounded candidate set. One GIN scan of the conjunction of the query's
-  lexemes fetches messages holding all of them (at most ``depth``); only when fewer than
-  ``depth`` of those pass the filters does each lexeme fetch at most :data:`DF_CAP` matches (their count is its
-  document frequency, capped; the messages of lexemes rarer than the cap join the candidates). Time, platform and
+  lexemes fetches messages holding all of them (at most ``depth``); only when fewer than :data:`DF_CAP` hold them
+  all does each lexeme fetch at most :data:`DF_CAP` matches (their count is its document frequency, capped; the
+  messages of lexemes rarer than the cap join the candidates). Time, platform and
   project filters are checked on the fetched rows, so no filter or common word makes the leg read every match.
 * **vector**: pgvector HNSW over message embeddings, with iterative scans so that owner, tier, time, platform and
-  project filters apply inside the scan and a narrow filter still yields its rows. Its weight in the fusion is the
-  share of the query's letters outside CJK scripts (:func:`vector_weight`: the default model reads English).
+  project filters apply inside the scan and a narrow filter still yields its rows (:func:`vector_depth` says how
+  many). Its weight in the fusion is the share of the query's letters outside CJK scripts (:func:`vector_weight`:
+  the default model reads English).
+
+The statement's sizes and constants are literals and the search transaction asks for generic plans, so a
+connection plans it once (psycopg prepares it on its sixth run).
 
 Speaker names are metadata (the ``speaker`` column), never embedded: a name the query mentions is removed from the
 text the vector leg embeds, because a name says who spoke, not what was said; in the fusion, that speaker's own
