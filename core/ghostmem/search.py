@@ -361,9 +361,8 @@ def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int) -> Program
     # The settings of the statement, made in its transaction. The statement is planned once per connection
     # (psycopg prepares a statement run five times; its generic plan then saves ~1 ms of planning per search:
     # its sizes are literals, and its shape is fixed by the materialised legs — GIN scans, the HNSW scan,
-    # primary keys). Iterative scans
-    # keep a filtered HNSW scan going until `vec_depth` rows pass the filters; ef_search is how many candidates
-    # each step of the scan keeps (the wider, the closer to the exact nearest rows).
+    # primary keys). Iterative scans keep a filtered HNSW scan going until `vec_depth` rows pass the filters;
+    # ef_search is how many candidates each step of the scan keeps (the wider, the closer to the exact rows).
     settings = sql.SQL(
         "set_config('plan_cache_mode', 'force_generic_plan', true) AS plans,"
         " set_config('hnsw.iterative_scan', 'relaxed_order', true) AS iterative,"
