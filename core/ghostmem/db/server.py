@@ -9,12 +9,12 @@ wheel's helper). That user must be able to traverse every parent of the data dir
 ghostmem adds only the search bit (``o+x``) where it is missing and logs a warning naming every directory it
 changed — it never silently opens a home directory for listing.
 
-Memory: ``shared_buffers`` is a quarter of the machine's memory, between 128MB and 4GB (``GHOSTMEM_SHARED_BUFFERS``
-sets it, e.g. ``512MB``). PostgreSQL touches that memory only as it caches pages, so a small store uses little of
-it; a large one keeps its search indexes in the server's own cache instead of copying them from the operating
-system's on every search (at a million messages, the HNSW graph alone is 1.8GB). ``pg_prewarm``'s autoprewarm
-worker records which pages the cache held and reads them back after a restart, so the first searches after
-``ghostmem db stop`` or a reboot do not each wait for the disk.
+Memory: ``shared_buffers`` is a quarter of the machine's memory (or of a container's limit), between 128MB and
+4GB (``GHOSTMEM_SHARED_BUFFERS`` sets it, e.g. ``512MB``). PostgreSQL touches that memory only as it caches pages,
+so a small store uses little of it; a large one keeps its search indexes in the server's own cache instead of
+copying them from the operating system's on every search (at a million messages, the HNSW graph alone is 1.8GB).
+``pg_prewarm``'s autoprewarm worker records which pages the cache held and reads them back after a restart, so the
+first searches after ``ghostmem db stop`` or a reboot do not each wait for the disk.
 """
 
 from __future__ import annotations
@@ -45,12 +45,32 @@ _MIN_SHARED_BUFFERS_MB = 128
 _MAX_SHARED_BUFFERS_MB = 4096
 
 
+# Where a container's memory limit is written (cgroup v2, then v1); "max" or a huge number means none.
+_CGROUP_MEMORY_LIMITS = (
+    Path("/sys/fs/cgroup/memory.max"),
+    Path("/sys/fs/cgroup/memory/memory.limit_in_bytes"),
+)
+
+
+def memory_bytes() -> int:
+    """The memory this process may use: the machine's, or less when a container (cgroup) limits it."""
+    physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    for path in _CGROUP_MEMORY_LIMITS:
+        try:
+            limit = path.read_text().strip()
+        except OSError:
+            continue
+        if limit.isdigit():
+            return min(physical, int(limit))
+    return physical
+
+
 def shared_buffers() -> str:
     """The server's ``shared_buffers``: ``GHOSTMEM_SHARED_BUFFERS``, else a quarter of memory, 128MB to 4GB."""
     configured = os.environ.get("GHOSTMEM_SHARED_BUFFERS")
     if configured:
         return configured
-    quarter_mb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 4 // 2**20
+    quarter_mb = memory_bytes() // 4 // 2**20
     return f"{min(max(quarter_mb, _MIN_SHARED_BUFFERS_MB), _MAX_SHARED_BUFFERS_MB)}MB"
 
 
