@@ -342,7 +342,7 @@ def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int) -> Program
         "platform": args.platform,
         "project": like_pattern(args.project) if args.project is not None else None,
     }
-    filtered = args.days is not None or args.platform is not None or args.project is not None
+    filtered = bool(_scope_filters(args))  # the same filters both legs apply
     vec_depth = vector_depth(args.limit, depth, filtered)
     constants = {
         "depth": depth,
