@@ -16,6 +16,9 @@ def _run(*cmd: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=600)
 
 
+pytestmark = pytest.mark.slow
+
+
 @pytest.mark.skipif(
     shutil.which("ruff") is None and not Path(sys.executable).with_name("ruff").exists(),
     reason="ruff is in the [test] extra",

@@ -6,13 +6,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conversation_support import conversation, ids, import_generic
 from ghostmem import GhostMem
+from ghostmem.cli import sample_exports
 from ghostmem.errors import InvalidArgument, NotFound
+from support.conversations import conversation, ids, import_generic
 
-from tests.conftest import FIXTURES
-
-pytestmark = pytest.mark.db
+FIXTURES = sample_exports()
 
 
 @pytest.fixture

@@ -8,10 +8,6 @@ import subprocess
 import sys
 from typing import Any
 
-import pytest
-
-pytestmark = pytest.mark.db
-
 
 def _demo(dsn: str, owner: str) -> dict[str, Any]:
     res = subprocess.run(

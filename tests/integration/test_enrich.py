@@ -14,8 +14,6 @@ from ghostmem.enrich import recluster, refresh, terms
 from ghostmem.records import ConversationRecord, MessageRecord, Role
 from ghostmem.store import save_conversation
 
-pytestmark = pytest.mark.db
-
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 
 
@@ -269,7 +267,6 @@ def test_terms_drop_stop_words_noise_and_hiragana_bigrams() -> None:
     assert terms("한국어 검색") == ["한국", "국어", "검색"]
 
 
-@pytest.mark.model
 def test_real_model_separates_topics_phrased_in_different_words(gm: GhostMem, real_embedder: Any) -> None:
     web = [
         "My Phoenix LiveView page loses its websocket connection after deploy",

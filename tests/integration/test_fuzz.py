@@ -10,15 +10,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from adapter_support import counts, seed_conversations, seed_rule
 from ghostmem import OPS, GhostMem, OpSpec
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.adapters import counts, seed_conversations, seed_rule
 
 from langchain_ghostmem import GhostMemToolkit
 from llama_index_ghostmem import GhostMemToolSpec
-
-pytestmark = pytest.mark.db
 
 SQL = [
     "'; DROP TABLE ghostmem.messages; --",

@@ -26,8 +26,6 @@ from ghostmem.program import run_sync
 from psycopg import sql
 from psycopg.rows import dict_row
 
-pytestmark = pytest.mark.db
-
 RUNTIME = "ghostmem_runtime"
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 DIMS = 384
@@ -647,7 +645,6 @@ def test_cli_remember_ghosts_feedback_and_the_project_map(
     assert missing.returncode == 2 and "there is no database role" in missing.stderr
 
 
-@pytest.mark.model
 def test_real_model_finds_a_rule_by_meaning(pg_dsn: str, owner: str, real_embedder: Any) -> None:
     rules = [
         "Never deploy to production on a Friday afternoon",

@@ -18,13 +18,11 @@ from typing import Any
 import psycopg
 import pytest
 from ghostmem import GhostMem, HashEmbedder
-from ghostmem.cli import main
+from ghostmem.cli import sample_exports
 from ghostmem.ingest import embed_all, forget, import_langchain_table
+from support.transcripts import cc, jsonl
 
-from tests.conftest import FIXTURES
-from tests.unit.test_ingest_edge_cases import cc, jsonl
-
-pytestmark = pytest.mark.db
+FIXTURES = sample_exports()
 
 
 def counts(gm: GhostMem) -> tuple[int, int]:
@@ -125,20 +123,6 @@ def test_malformed_corpus_imports_every_good_line(gm: GhostMem, tmp_path: Path) 
         f"{path.resolve()}:5: malformed JSON (Expecting value)",
     ]
     assert "corpus.jsonl:3: malformed JSON" in report.render()
-
-
-def test_nothing_readable_exits_nonzero(
-    pg_dsn: str, owner: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    junk = tmp_path / "junk.json"
-    junk.write_text("[1, 2, 3]")
-    os.environ["GHOSTMEM_EMBED_MODEL"] = "hash"
-    try:
-        assert main(["import", "--dsn", pg_dsn, "--owner", owner, "--json", str(junk)]) == 1
-        assert json.loads(capsys.readouterr().out)["problems"][0]["reason"].startswith("not a conversation")
-        assert main(["import", "--dsn", pg_dsn, "--owner", owner, "--json", str(FIXTURES / "gemini")]) == 0
-    finally:
-        del os.environ["GHOSTMEM_EMBED_MODEL"]
 
 
 def test_ignore_marker_forget_and_library_tier(gm: GhostMem, tmp_path: Path) -> None:
@@ -494,26 +478,3 @@ def test_a_resumed_session_does_not_repeat_the_replayed_lines(gm: GhostMem, tmp_
             (gm.owner,),
         ).fetchall()
     assert dict(rows) == {"s-old": ["u1", "a1"], "s-new": ["u2"]}
-
-
-def test_cli_import_embed_forget_enrich(
-    pg_dsn: str, owner: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("GHOSTMEM_EMBED_MODEL", "hash")
-    common = ["--dsn", pg_dsn, "--owner", owner, "--json"]
-
-    def run(*argv: str) -> Any:
-        capsys.readouterr()
-        assert main([*argv, *common]) == 0
-        return json.loads(capsys.readouterr().out)
-
-    imported = run("import", "--no-embed", str(FIXTURES / "claude_code"))
-    assert imported["conversations_new"] == 5 and imported["messages_embedded"] == 0
-    embedded = run("embed")
-    assert embedded["embedded"] > 0 and embedded["conversations_refreshed"] == 5
-    assert run("embed")["embedded"] == 0
-    assert run("forget", "c45af7b1-cb7c-4e51-93db-8cbb250a877a")["removed"] == [
-        "c45af7b1-cb7c-4e51-93db-8cbb250a877a", "c45af7b1-cb7c-4e51-93db-8cbb250a877a:agent-af1ff21"
-    ]  # fmt: skip
-    assert run("enrich")["conversations"] == 3
-    assert main(["import", "--langchain-table", "t", *common]) == 2  # --from-dsn is required

@@ -6,8 +6,6 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import pytest
-from adapter_support import seed_conversations
 from ghostmem import GhostMem
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
@@ -17,10 +15,9 @@ from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import Field
+from support.adapters import seed_conversations
 
 from langchain_ghostmem import GhostMemToolkit
-
-pytestmark = pytest.mark.db
 
 Script = Callable[[Sequence[BaseMessage]], AIMessage]
 

@@ -7,7 +7,6 @@ from concurrent.futures import ThreadPoolExecutor
 
 import psycopg
 import pytest
-from adapter_support import seed_conversations
 from ghostmem import Embedder, GhostMem
 from ghostmem.capture import append_messages
 from ghostmem.records import MessageRecord
@@ -15,10 +14,9 @@ from langchain_core.language_models import FakeListChatModel
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.history import RunnableWithMessageHistory
+from support.adapters import seed_conversations
 
 from langchain_ghostmem import GhostMemChatMessageHistory, GhostMemTool
-
-pytestmark = pytest.mark.db
 
 
 def test_recorded_conversation_is_searchable_and_listed_right_after(gm: GhostMem) -> None:
@@ -110,7 +108,6 @@ def test_a_second_writer_waits_instead_of_overwriting(gm: GhostMem, pg_dsn: str)
     assert texts == ["first writer", "second writer"]
 
 
-@pytest.mark.model
 def test_recorded_conversation_is_found_by_meaning_with_the_real_model(
     pg_dsn: str, owner: str, real_embedder: Embedder
 ) -> None:

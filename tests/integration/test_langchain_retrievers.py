@@ -6,15 +6,13 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from adapter_support import RULE, seed_conversations, seed_rule
 from ghostmem import GhostMem
 from ghostmem.binding import Binding
 from langchain_core.retrievers import BaseRetriever
 from langchain_tests.integration_tests import RetrieversIntegrationTests
+from support.adapters import RULE, seed_conversations, seed_rule
 
 from langchain_ghostmem import GhostMemoryRetriever, GhostMemRetriever
-
-pytestmark = pytest.mark.db
 
 
 class _Bound:

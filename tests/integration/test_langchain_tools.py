@@ -6,17 +6,15 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from adapter_support import seed_conversations, seed_rule
 from ghostmem import OPS, GhostMem, HashEmbedder
 from ghostmem.binding import Binding
 from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool
 from langchain_tests.integration_tests import ToolsIntegrationTests
 from langchain_tests.unit_tests import ToolsUnitTests
+from support.adapters import seed_conversations, seed_rule
 
 from langchain_ghostmem import GhostMemTool, GhostMemToolkit
-
-pytestmark = pytest.mark.db
 
 OP_NAMES = [spec.name for spec in OPS]
 

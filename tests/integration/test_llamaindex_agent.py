@@ -7,18 +7,15 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-import pytest
-from adapter_support import seed_conversations
 from ghostmem import GhostMem
 from llama_index.core.agent.workflow import FunctionAgent, ToolCallResult
 from llama_index.core.base.llms.types import ChatMessage, MessageRole, ToolCallBlock
 from llama_index.core.llms import MockLLM
 from llama_index.core.llms.mock import MockFunctionCallingLLM
 from llama_index.core.query_engine import RetrieverQueryEngine
+from support.adapters import seed_conversations
 
 from llama_index_ghostmem import GhostMemRetriever, GhostMemToolSpec
-
-pytestmark = pytest.mark.db
 
 
 def _call(name: str, n: int, **kwargs: Any) -> ChatMessage:

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import pytest
 from ghostmem import GhostMem
 from llama_index.core.llms import ChatMessage, MessageRole
 from llama_index.core.memory import ChatMemoryBuffer
 
 from llama_index_ghostmem import GhostMemChatStore
-
-pytestmark = pytest.mark.db
 
 
 def test_memory_buffer_conversation_is_searchable_right_after(gm: GhostMem) -> None:

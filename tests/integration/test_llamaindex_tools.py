@@ -5,15 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from adapter_support import RULE, seed_conversations, seed_rule
 from ghostmem import OPS, GhostMem
 from ghostmem.models import SearchResult
 from llama_index.core.schema import QueryBundle
+from support.adapters import RULE, seed_conversations, seed_rule
 
 from langchain_ghostmem import GhostMemTool
 from llama_index_ghostmem import GhostMemoryRetriever, GhostMemRetriever, GhostMemToolSpec, ghostmem_tool
-
-pytestmark = pytest.mark.db
 
 
 def _tools(gm: GhostMem, **kwargs: Any) -> dict[str, Any]:

@@ -10,14 +10,12 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from adapter_support import seed_conversations
 from ghostmem import OPS, GhostMem
 from ghostmem.binding import Binding
 from ghostmem.mcp import build_server
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
-
-pytestmark = pytest.mark.db
+from support.adapters import seed_conversations
 
 
 def _env() -> dict[str, str]:

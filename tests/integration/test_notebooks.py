@@ -3,18 +3,15 @@
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 from pathlib import Path
 
 import nbformat
 import pytest
-from ghostmem.db import EmbeddedServer
 from nbclient import NotebookClient
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[2] / "notebooks").glob("*.ipynb"))
 
-pytestmark = [pytest.mark.db, pytest.mark.slow]
+pytestmark = pytest.mark.slow
 
 
 def test_the_three_notebooks_exist() -> None:
@@ -22,10 +19,10 @@ def test_the_three_notebooks_exist() -> None:
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
-def test_notebook_runs_clean(path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # Like conftest's server: a mkdtemp home, which the embedded server's system user can be let into.
-    home = Path(tempfile.mkdtemp(prefix="ghostmem-notebook-test-"))
-    monkeypatch.setenv("GHOSTMEM_HOME", str(home))
+def test_notebook_runs_clean(
+    path: Path, tmp_path: Path, embedded_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GHOSTMEM_HOME", str(embedded_home))
     monkeypatch.setenv("GHOSTMEM_EMBED_MODEL", "hash")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     for name in ("GHOSTMEM_DSN", "GHOSTMEM_OWNER"):
@@ -37,11 +34,7 @@ def test_notebook_runs_clean(path: Path, tmp_path: Path, monkeypatch: pytest.Mon
     client = NotebookClient(
         notebook, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
     )
-    try:
-        client.execute(env=dict(os.environ))
-    finally:
-        EmbeddedServer(home).stop()  # even when a cell failed before the notebook's own clean-up
-        shutil.rmtree(home, ignore_errors=True)
+    client.execute(env=dict(os.environ))  # embedded_home stops the server even when a cell failed
     errors = [
         o for cell in notebook.cells for o in cell.get("outputs", []) if o.get("output_type") == "error"
     ]

@@ -15,8 +15,6 @@ from mcp import Client
 from langchain_ghostmem import GhostMemToolkit
 from llama_index_ghostmem import GhostMemToolSpec
 
-pytestmark = pytest.mark.db
-
 
 def untitled(value: Any) -> Any:
     """The schema without its ``title`` keys (each framework adds or drops them differently)."""

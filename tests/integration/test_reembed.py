@@ -11,10 +11,7 @@ import pytest
 from ghostmem import GhostMem, HashEmbedder, SchemaMismatch, Settings
 from ghostmem.reembed import reembed, vector_columns
 from psycopg import sql
-
-from tests.integration.conversation_support import conversation, import_generic
-
-pytestmark = pytest.mark.db
+from support.conversations import conversation, import_generic
 
 
 @pytest.fixture

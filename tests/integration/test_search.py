@@ -9,7 +9,6 @@ from typing import Any
 
 import psycopg
 import pytest
-from conversation_support import conversation, ids, import_generic
 from ghostmem import GhostMem, HashEmbedder
 from ghostmem.args import ListRecentConversationsArgs, SearchPersonalMemoryArgs
 from ghostmem.embed import Embedder
@@ -22,8 +21,7 @@ from ghostmem.search import (
     vector_weight,
 )
 from psycopg import Connection, sql
-
-pytestmark = pytest.mark.db
+from support.conversations import conversation, ids, import_generic
 
 
 @pytest.fixture
@@ -223,7 +221,6 @@ def test_plans_use_the_indexes(own_database_gm: GhostMem, tmp_path: Path) -> Non
     assert listed.rows and "conversations_owner_ended" in list_plans[0]
 
 
-@pytest.mark.model
 def test_real_model_finds_meaning_without_shared_words(
     pg_dsn: str, owner: str, real_embedder: Embedder, tmp_path: Path
 ) -> None:

@@ -9,22 +9,7 @@ from typing import Any
 
 from ghostmem.ingest.common import Parsed, Problem, TitleHint, parse_time
 from ghostmem.records import ConversationRecord
-
-from tests.unit.test_ingest_formats import parse_path, records
-
-T0 = "2026-01-01T10:00:00.000Z"
-
-
-def jsonl(path: Path, lines: list[dict[str, Any]], tail: bytes = b"") -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(b"".join(json.dumps(line).encode() + b"\n" for line in lines) + tail)
-    return path
-
-
-def cc(kind: str, uuid: str, parent: str | None, content: Any, ts: str = T0, **extra: Any) -> dict[str, Any]:
-    role = "assistant" if kind == "assistant" else "user"
-    return {"type": kind, "uuid": uuid, "parentUuid": parent, "sessionId": extra.pop("sessionId", "s1"),
-            "timestamp": ts, "cwd": extra.pop("cwd", "/repo"), "message": {"role": role, "content": content}, **extra}  # fmt: skip
+from support.transcripts import T0, cc, jsonl, parse_path, records
 
 
 def only(path: Path) -> ConversationRecord:

@@ -7,27 +7,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from ghostmem.cli import sample_exports
 from ghostmem.ingest.chatgpt import current_branch
-from ghostmem.ingest.common import Item, Parsed, Problem
-from ghostmem.ingest.runner import PARSERS
+from ghostmem.ingest.common import Problem
 from ghostmem.ingest.sources import iter_sources
 from ghostmem.records import ConversationRecord
+from support.transcripts import records
 
-from tests.conftest import FIXTURES
-
+FIXTURES = sample_exports()
 CC = FIXTURES / "claude_code" / "projects"
-
-
-def parse_path(path: Path) -> list[Item]:
-    problems: list[Problem] = []
-    items: list[Item] = []
-    for source in iter_sources([path], problems.append, lambda *_: False):
-        items += PARSERS[source.platform](source, {})
-    return problems + items
-
-
-def records(path: Path) -> dict[str, ConversationRecord]:
-    return {i.record.conv_id: i.record for i in parse_path(path) if isinstance(i, Parsed)}
 
 
 def utc(text: str) -> datetime:

@@ -16,7 +16,7 @@ import pytest
 from bench import corpus, ingest, peers, report, scale
 from bench.common import throwaway_database
 
-pytestmark = pytest.mark.db
+pytestmark = pytest.mark.slow
 
 MESSAGES = 2000
 SMOKE = ["--messages", str(MESSAGES), "--sample", "150", "--queries", "3", "--model", "hash"]

@@ -1,0 +1,50 @@
+"""The embedded server's life cycle through the CLI, and the one clear error when no server answers."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from ghostmem import DatabaseUnavailable, GhostMem, HashEmbedder
+
+
+def _ghostmem(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "ghostmem.cli", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        timeout=300,
+    )
+
+
+def test_embedded_server_lifecycle_and_doctor(embedded_home: Path) -> None:
+    """db start/status/url/stop, then any command brings the server back by itself; doctor reports everything."""
+    home = embedded_home
+    env = {"GHOSTMEM_HOME": str(home), "GHOSTMEM_EMBED_MODEL": "hash", "GHOSTMEM_SHARED_BUFFERS": "160MB"}
+    os.environ.pop("GHOSTMEM_DSN", None)
+    assert _ghostmem("db", "start", env=env).returncode == 0
+    status = json.loads(_ghostmem("db", "status", "--json", env=env).stdout)
+    assert status["running"] and status["dsn"].startswith("postgresql://")
+    assert _ghostmem("db", "stop", env=env).returncode == 0
+    assert json.loads(_ghostmem("db", "status", "--json", env=env).stdout)["running"] is False
+    # the cache's contents were recorded at shutdown, to be read back when the server starts again
+    assert (home / "pgdata" / "autoprewarm.blocks").exists()
+    res = _ghostmem("doctor", "--json", env=env)
+    report = json.loads(res.stdout)
+    assert json.loads(_ghostmem("db", "status", "--json", env=env).stdout)["running"] is True
+    assert report["checks"]["server"]["ok"] and report["checks"]["server"]["version"].startswith("18")
+    assert report["checks"]["server"]["shared_buffers"] == "160MB"
+    assert report["checks"]["vector"]["ok"] and report["checks"]["pg_trgm"]["ok"]
+    assert report["checks"]["model"] == {"ok": True, "name": "hash", "dim": 384}
+    assert "applied" in report["checks"]["migrations"]
+
+
+def test_dead_dsn_in_python_raises_database_unavailable() -> None:
+    gm = GhostMem(dsn="postgresql://nobody@127.0.0.1:1/none", embedder=HashEmbedder())
+    with pytest.raises(DatabaseUnavailable, match="cannot connect"):
+        gm.connect()
