@@ -4,29 +4,18 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from ghostmem.cli import main, sample_exports
+from support.cli import ghostmem
 
 FIXTURES = sample_exports()
 
 
-def _ghostmem(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "ghostmem.cli", *args],
-        capture_output=True,
-        text=True,
-        env={**os.environ, **(env or {})},
-        timeout=300,
-    )
-
-
 def test_dead_port_gives_one_line_and_nonzero_exit() -> None:
-    res = _ghostmem(
+    res = ghostmem(
         "recent", env={"GHOSTMEM_DSN": "postgresql://nobody@127.0.0.1:1/none", "GHOSTMEM_EMBED_MODEL": "hash"}
     )
     assert res.returncode == 2

@@ -4,22 +4,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from ghostmem import DatabaseUnavailable, GhostMem, HashEmbedder
-
-
-def _ghostmem(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "ghostmem.cli", *args],
-        capture_output=True,
-        text=True,
-        env={**os.environ, **(env or {})},
-        timeout=300,
-    )
+from support.cli import ghostmem
 
 
 def test_embedded_server_lifecycle_and_doctor(embedded_home: Path) -> None:
@@ -27,16 +16,16 @@ def test_embedded_server_lifecycle_and_doctor(embedded_home: Path) -> None:
     home = embedded_home
     env = {"GHOSTMEM_HOME": str(home), "GHOSTMEM_EMBED_MODEL": "hash", "GHOSTMEM_SHARED_BUFFERS": "160MB"}
     os.environ.pop("GHOSTMEM_DSN", None)
-    assert _ghostmem("db", "start", env=env).returncode == 0
-    status = json.loads(_ghostmem("db", "status", "--json", env=env).stdout)
+    assert ghostmem("db", "start", env=env).returncode == 0
+    status = json.loads(ghostmem("db", "status", "--json", env=env).stdout)
     assert status["running"] and status["dsn"].startswith("postgresql://")
-    assert _ghostmem("db", "stop", env=env).returncode == 0
-    assert json.loads(_ghostmem("db", "status", "--json", env=env).stdout)["running"] is False
+    assert ghostmem("db", "stop", env=env).returncode == 0
+    assert json.loads(ghostmem("db", "status", "--json", env=env).stdout)["running"] is False
     # the cache's contents were recorded at shutdown, to be read back when the server starts again
     assert (home / "pgdata" / "autoprewarm.blocks").exists()
-    res = _ghostmem("doctor", "--json", env=env)
+    res = ghostmem("doctor", "--json", env=env)
     report = json.loads(res.stdout)
-    assert json.loads(_ghostmem("db", "status", "--json", env=env).stdout)["running"] is True
+    assert json.loads(ghostmem("db", "status", "--json", env=env).stdout)["running"] is True
     assert report["checks"]["server"]["ok"] and report["checks"]["server"]["version"].startswith("18")
     assert report["checks"]["server"]["shared_buffers"] == "160MB"
     assert report["checks"]["vector"]["ok"] and report["checks"]["pg_trgm"]["ok"]
