@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ghostmem import GhostMem
-from ghostmem.binding import Binding
+from ghostmem.binding import Binding, Closes
 from ghostmem.capture import append_messages, delete_conversation, load_messages
 from ghostmem.embed import Embedder
 from ghostmem.records import MessageRecord, Platform, Role
@@ -18,7 +18,7 @@ PLATFORM: Platform = "langchain"
 _ROLES: dict[str, Role] = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"}
 
 
-class GhostMemChatMessageHistory(BaseChatMessageHistory):
+class GhostMemChatMessageHistory(Closes, BaseChatMessageHistory):
     """A LangChain chat history stored as a conversation in ghostmem's personal memory.
 
     Every message added is committed at once (and embedded), so ``search_personal_memory`` and

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ghostmem import GhostMem, get_op
-from ghostmem.binding import Binding, passages
+from ghostmem.binding import Binding, Closes, passages
 from ghostmem.embed import Embedder
 from ghostmem.records import Platform
 from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
@@ -17,7 +17,7 @@ SEARCH = get_op("search_personal_memory")
 GHOSTS = get_op("search_ghost_memories")
 
 
-class _GhostMemBaseRetriever(BaseRetriever):
+class _GhostMemBaseRetriever(Closes, BaseRetriever):
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     binding: Binding = Field(exclude=True, repr=False)

@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 from ghostmem import OPS, GhostMem, GhostMemError, OpSpec, get_op
-from ghostmem.binding import Binding
+from ghostmem.binding import Binding, Closes
 from ghostmem.embed import Embedder
 from ghostmem.ops import format_validation_error
 from langchain_core.callbacks import AsyncCallbackManagerForToolRun, CallbackManagerForToolRun
@@ -17,7 +17,7 @@ from langchain_core.tools import BaseTool, BaseToolkit, ToolException
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 
-class GhostMemTool(BaseTool):
+class GhostMemTool(Closes, BaseTool):
     """A ghostmem operation as a LangChain tool.
 
     The model reads the rendered text; code reads the structured result as the tool message's ``artifact``.
@@ -98,7 +98,7 @@ def _validation_message(spec: OpSpec[Any, Any]) -> Callable[[ValidationError], s
     return message
 
 
-class GhostMemToolkit(BaseToolkit):
+class GhostMemToolkit(Closes, BaseToolkit):
     """Every ghostmem operation as a tool, bound to one owner (and optionally one project).
 
     Example::
@@ -139,10 +139,3 @@ class GhostMemToolkit(BaseToolkit):
 
     def get_tools(self) -> list[BaseTool]:
         return [GhostMemTool(name, binding=self.binding) for name in self.ops]
-
-    def close(self) -> None:
-        """Close the sync pool (``await toolkit.aclose()`` closes the async one)."""
-        self.binding.close()
-
-    async def aclose(self) -> None:
-        await self.binding.aclose()

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ghostmem import GhostMem
-from ghostmem.binding import Binding
+from ghostmem.binding import Binding, Closes
 from ghostmem.capture import (
     append_messages,
     conversation_ids,
@@ -40,7 +40,7 @@ _ROLES: dict[str, Role] = {
 }
 
 
-class GhostMemChatStore(BaseChatStore):
+class GhostMemChatStore(Closes, BaseChatStore):
     """A LlamaIndex chat store kept in ghostmem's personal memory (use it with ``ChatMemoryBuffer``).
 
     Example::

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ghostmem import GhostMem, get_op
-from ghostmem.binding import Binding, passages
+from ghostmem.binding import Binding, Closes, passages
 from ghostmem.embed import Embedder
 from ghostmem.records import Platform
 from llama_index.core.base.base_retriever import BaseRetriever
@@ -16,7 +16,7 @@ SEARCH = get_op("search_personal_memory")
 GHOSTS = get_op("search_ghost_memories")
 
 
-class GhostMemRetriever(BaseRetriever):
+class GhostMemRetriever(Closes, BaseRetriever):
     """Past conversations as nodes: one per matching conversation, best first, scored by hybrid relevance.
 
     A node's text is the conversation's best-matching messages (or its first message); its metadata the row
@@ -60,7 +60,7 @@ class GhostMemRetriever(BaseRetriever):
         return _nodes(result.data)
 
 
-class GhostMemoryRetriever(BaseRetriever):
+class GhostMemoryRetriever(Closes, BaseRetriever):
     """Ghost memories (the rules an agent learned) as nodes, ranked and scored by ghostmem's formula.
 
     Retrieving counts as using a memory (it raises its activation), exactly like the tool.

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ghostmem import OPS, GhostMem, GhostMemError, OpSpec, get_op
-from ghostmem.binding import Binding
+from ghostmem.binding import Binding, Closes
 from ghostmem.embed import Embedder
 from llama_index.core.tools import FunctionTool, ToolOutput
 from llama_index.core.tools.tool_spec.base import SPEC_FUNCTION_TYPE, BaseToolSpec
@@ -60,7 +60,7 @@ def ghostmem_tool(spec: OpSpec[Any, Any], binding: Binding) -> FunctionTool:
     )
 
 
-class GhostMemToolSpec(BaseToolSpec):
+class GhostMemToolSpec(Closes, BaseToolSpec):
     """Every ghostmem operation as a LlamaIndex tool, bound to one owner (and optionally one project).
 
     Example::
@@ -101,10 +101,3 @@ class GhostMemToolSpec(BaseToolSpec):
         """The tools (all of them, or those named in ``spec_functions``); metadata always comes from the ops."""
         names = [f if isinstance(f, str) else f[0] for f in (spec_functions or self.spec_functions)]
         return [self._tools[name] for name in names]
-
-    def close(self) -> None:
-        """Close the sync pool (``await spec.aclose()`` closes the async one)."""
-        self.binding.close()
-
-    async def aclose(self) -> None:
-        await self.binding.aclose()

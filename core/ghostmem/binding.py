@@ -7,6 +7,7 @@ model-visible schema, so the model can neither see nor change them).
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -53,6 +54,8 @@ class Binding:
                 self.store = GhostMem(settings=settings, embedder=store.embedder, current_project=project)
         else:
             self.store = GhostMem(dsn=store, owner=owner, embedder=embedder, current_project=current_project)
+        # A store the application passed in is the application's to close.
+        self._owns_store = self.store is not store
         self.astore = AsyncGhostMem(
             settings=self.store.settings, embedder=self.store.embedder, current_project=self.current_project
         )
@@ -108,10 +111,29 @@ class Binding:
         return await self.astore.run(spec.name, self.validate(spec, arguments))
 
     def close(self) -> None:
-        self.store.close()
+        """Close the sync pool this binding opened (``aclose`` closes both)."""
+        if self._owns_store:
+            self.store.close()
 
     async def aclose(self) -> None:
+        """Close the pools this binding opened (a store the application passed in stays open)."""
         await self.astore.close()
+        if self._owns_store:
+            await asyncio.to_thread(self.store.close)
+
+
+class Closes:
+    """``close()`` / ``aclose()`` for an adapter object that holds a :class:`Binding` (tools, retrievers, chat
+    stores): every object that may open a pool can close it."""
+
+    binding: Binding
+
+    def close(self) -> None:
+        """Close the sync pool this object opened (``await aclose()`` closes the async one too)."""
+        self.binding.close()
+
+    async def aclose(self) -> None:
+        await self.binding.aclose()
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,7 +1,9 @@
 """``GhostMem`` and ``AsyncGhostMem``: one object per owner, every operation of :data:`ghostmem.OPS` as a method.
 
 Connecting is lazy: the first call resolves the DSN (starting the embedded server if no DSN is set), migrates the
-schema and opens a pool. Each operation runs in one transaction on one pooled connection.
+schema and opens a pool — once, however many calls arrive at the same time (a lock guards it). Each operation runs
+in one transaction on one pooled connection (see :func:`ghostmem.db.checkout`). An application may pass its own
+open pool (``pool=``); ghostmem borrows its connections and never closes it.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -23,6 +26,7 @@ from ghostmem import db
 from ghostmem.config import Settings
 from ghostmem.context import OpContext
 from ghostmem.embed import Embedder, make_embedder
+from ghostmem.errors import InvalidArgument
 from ghostmem.ops import OPS, OpSpec, get_op
 from ghostmem.program import run_async, run_sync
 
@@ -45,21 +49,47 @@ class OpResult:
 
 
 class _Base:
+    """Settings, embedder and context shared by both stores.
+
+    Args:
+        dsn: a libpq DSN or URL, a SQLAlchemy URL (``postgresql+psycopg://...``) or engine; ``None`` for
+            ``GHOSTMEM_DSN`` or the embedded server.
+        pool: an open psycopg pool of the application's to borrow connections from (``ConnectionPool`` for
+            :class:`GhostMem`, ``AsyncConnectionPool`` for :class:`AsyncGhostMem`); migrations connect with its
+            parameters, or with ``dsn`` when given. ghostmem never closes it.
+        pool_min_size, pool_max_size, pool_timeout: the pool ghostmem opens itself (else
+            ``GHOSTMEM_POOL_MIN_SIZE`` / ``GHOSTMEM_POOL_MAX_SIZE`` / ``GHOSTMEM_POOL_TIMEOUT``).
+    """
+
+    _pool_class: type[Any]
+
     def __init__(
         self,
-        dsn: str | None = None,
+        dsn: Any = None,
         owner: str | None = None,
         *,
         embedder: Embedder | str | None = None,
         current_project: str | None = None,
         home: str | Path | None = None,
         settings: Settings | None = None,
+        pool: ConnectionPool | AsyncConnectionPool | None = None,
+        pool_min_size: int | None = None,
+        pool_max_size: int | None = None,
+        pool_timeout: float | None = None,
     ) -> None:
+        if pool is not None and not isinstance(pool, self._pool_class):
+            raise InvalidArgument(
+                f"{type(self).__name__}(pool=...) takes a psycopg_pool.{self._pool_class.__name__} "
+                f"(got a {type(pool).__name__})"
+            )
         self.settings = settings or Settings.from_env(
-            dsn=dsn,
+            dsn=dsn if dsn is not None or pool is None else db.pool_dsn(pool),
             owner=owner,
             embed_model=embedder if isinstance(embedder, str) else None,
             home=home,
+            pool_min_size=pool_min_size,
+            pool_max_size=pool_max_size,
+            pool_timeout=pool_timeout,
         )
         self._embedder: Embedder | None = (
             embedder if embedder is not None and not isinstance(embedder, str) else None
@@ -70,6 +100,7 @@ class _Base:
             runtime_role=self.settings.runtime_role,
         )
         self._dsn: str | None = None
+        self._given_pool = pool
 
     @property
     def owner(self) -> str:
@@ -98,9 +129,15 @@ class _Base:
 
 
 class GhostMem(_Base):
-    """Synchronous store. ``GhostMem()`` uses the embedded server; ``GhostMem(dsn=...)`` any Postgres."""
+    """Synchronous store. ``GhostMem()`` uses the embedded server; ``GhostMem(dsn=...)`` any Postgres;
+    ``GhostMem(pool=...)`` an application's own ``psycopg_pool.ConnectionPool``."""
 
+    _pool_class = ConnectionPool
     _pool: ConnectionPool | None = None
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._lock = threading.Lock()
 
     def connect(self) -> GhostMem:
         """Start/migrate/open now instead of on first use (fails fast with one clear sentence)."""
@@ -109,14 +146,21 @@ class GhostMem(_Base):
 
     @property
     def pool(self) -> ConnectionPool:
+        """The pool, opened on first use (by one thread; the others wait for it)."""
         if self._pool is None:
-            self._pool = db.open_pool(self._prepare(), self.settings)
+            with self._lock:
+                if self._pool is None:
+                    dsn = self._prepare()
+                    given = self._given_pool
+                    self._pool = (
+                        given if isinstance(given, ConnectionPool) else db.open_pool(dsn, self.settings)
+                    )
         return self._pool
 
     @contextmanager
     def connection(self) -> Iterator[Connection[Any]]:
         """A pooled connection; commits on exit, rolls back on error."""
-        with self.pool.connection() as conn:
+        with db.checkout(self.pool) as conn:
             yield conn
 
     def run(self, name: str, arguments: Mapping[str, Any] | BaseModel | None = None) -> OpResult:
@@ -141,9 +185,11 @@ class GhostMem(_Base):
         return import_paths(self, paths, tier=tier, embed=embed, **kwargs)
 
     def close(self) -> None:
-        if self._pool is not None:
-            self._pool.close()
-            self._pool = None
+        """Close the pool ghostmem opened (a pool passed in stays open); the next call opens a new one."""
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None and pool is not self._given_pool:
+            pool.close()
 
     def __enter__(self) -> GhostMem:
         return self
@@ -159,23 +205,35 @@ class GhostMem(_Base):
 class AsyncGhostMem(_Base):
     """Asynchronous twin of :class:`GhostMem`: ``await agm.run(...)``, ``await agm.search_personal_memory(...)``."""
 
+    _pool_class = AsyncConnectionPool
     _pool: AsyncConnectionPool | None = None
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._lock = asyncio.Lock()
 
     async def connect(self) -> AsyncGhostMem:
         await self.apool()
         return self
 
     async def apool(self) -> AsyncConnectionPool:
+        """The pool, opened on first use (by one task; the others wait for it)."""
         if self._pool is None:
-            dsn = await asyncio.to_thread(self._prepare)
-            self._pool = await db.open_async_pool(dsn, self.settings)
+            async with self._lock:
+                if self._pool is None:
+                    dsn = await asyncio.to_thread(self._prepare)
+                    given = self._given_pool
+                    self._pool = (
+                        given
+                        if isinstance(given, AsyncConnectionPool)
+                        else await db.open_async_pool(dsn, self.settings)
+                    )
         return self._pool
 
     async def run(self, name: str, arguments: Mapping[str, Any] | BaseModel | None = None) -> OpResult:
         spec = get_op(name)
         args = self._args(spec, arguments)
-        pool = await self.apool()
-        async with pool.connection() as conn:
+        async with db.acheckout(await self.apool()) as conn:
             data = await run_async(spec.program(self.context, args), conn, self.embedder)
         return OpResult(spec.name, spec.render(data), data)
 
@@ -197,9 +255,11 @@ class AsyncGhostMem(_Base):
         return await asyncio.to_thread(work)
 
     async def close(self) -> None:
-        if self._pool is not None:
-            await self._pool.close()
-            self._pool = None
+        """Close the pool ghostmem opened (a pool passed in stays open); the next call opens a new one."""
+        async with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None and pool is not self._given_pool:
+            await pool.close()
 
     async def __aenter__(self) -> AsyncGhostMem:
         return self

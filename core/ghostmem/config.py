@@ -2,17 +2,27 @@
 
 Environment: ``GHOSTMEM_DSN`` (any Postgres; unset = the embedded server), ``GHOSTMEM_HOME`` (data dir of the
 embedded server and import state), ``GHOSTMEM_EMBED_MODEL`` (a sentence-transformers model name or path, or
-``hash`` for the deterministic test embedder), ``GHOSTMEM_OWNER`` (whose memory this is). The embedded server
-also reads ``GHOSTMEM_SHARED_BUFFERS`` when it starts (see :mod:`ghostmem.db.server`).
+``hash`` for the deterministic test embedder), ``GHOSTMEM_OWNER`` (whose memory this is), and the connection
+pool's ``GHOSTMEM_POOL_MIN_SIZE`` / ``GHOSTMEM_POOL_MAX_SIZE`` (connections kept open / at most) and
+``GHOSTMEM_POOL_TIMEOUT`` (seconds a call waits for a connection before it fails with one sentence). The embedded
+server also reads ``GHOSTMEM_SHARED_BUFFERS`` when it starts (see :mod:`ghostmem.db.server`).
+
+A DSN may be a libpq connection string or URL, or a SQLAlchemy URL (``postgresql+psycopg://``,
+``postgresql+psycopg2://``, ``postgres://``): :func:`normalize_dsn` turns the latter into the former, so the URL an
+application already gives SQLAlchemy or langchain-postgres works here unchanged.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import platformdirs
+
+from ghostmem.errors import InvalidArgument
 
 # Schema names are fixed: migrations create them and SQL refers to them through sql.Identifier.
 MEMORY_SCHEMA = "ghostmem"
@@ -21,6 +31,12 @@ DEFAULT_EMBED_MODEL = "all-MiniLM-L6-v2"
 DEFAULT_OWNER = "default"
 DEFAULT_RUNTIME_ROLE = "ghostmem_runtime"
 EMBEDDED_DATABASE = "ghostmem"
+DEFAULT_POOL_MIN_SIZE = 1
+DEFAULT_POOL_MAX_SIZE = 8
+DEFAULT_POOL_TIMEOUT = 10.0
+
+# A SQLAlchemy URL's scheme: the dialect, optionally "+driver" (postgresql+psycopg, postgres+asyncpg, ...).
+_SQLALCHEMY_SCHEME = re.compile(r"^postgres(?:ql)?(?:\+[a-z0-9_]+)?://", re.IGNORECASE)
 
 
 def default_home() -> Path:
@@ -40,22 +56,77 @@ class Settings:
     owner: str = DEFAULT_OWNER
     embed_model: str = DEFAULT_EMBED_MODEL
     runtime_role: str = DEFAULT_RUNTIME_ROLE
-    pool_min_size: int = 1
-    pool_max_size: int = 8
+    pool_min_size: int = DEFAULT_POOL_MIN_SIZE
+    pool_max_size: int = DEFAULT_POOL_MAX_SIZE
+    pool_timeout: float = DEFAULT_POOL_TIMEOUT
 
     @classmethod
     def from_env(
         cls,
-        dsn: str | None = None,
+        dsn: Any = None,
         owner: str | None = None,
         embed_model: str | None = None,
         home: str | Path | None = None,
+        *,
+        pool_min_size: int | None = None,
+        pool_max_size: int | None = None,
+        pool_timeout: float | None = None,
     ) -> Settings:
-        """Explicit arguments win over the environment, which wins over the defaults."""
+        """Explicit arguments win over the environment, which wins over the defaults.
+
+        ``dsn`` may also be a SQLAlchemy ``Engine`` or ``URL``: its URL is used (see :func:`normalize_dsn`).
+        """
+        max_size = _number("GHOSTMEM_POOL_MAX_SIZE", pool_max_size, DEFAULT_POOL_MAX_SIZE, int)
+        min_size = _number("GHOSTMEM_POOL_MIN_SIZE", pool_min_size, min(DEFAULT_POOL_MIN_SIZE, max_size), int)
+        if max_size < 1 or not 0 <= min_size <= max_size:
+            raise InvalidArgument(
+                f"the pool sizes must satisfy 0 <= min ({min_size}) <= max ({max_size}) and max >= 1: fix "
+                "pool_min_size / pool_max_size (or GHOSTMEM_POOL_MIN_SIZE / GHOSTMEM_POOL_MAX_SIZE)"
+            )
+        timeout = _number("GHOSTMEM_POOL_TIMEOUT", pool_timeout, DEFAULT_POOL_TIMEOUT, float)
+        if not timeout > 0:
+            raise InvalidArgument(f"the pool timeout must be a positive number of seconds (got {timeout})")
         return cls(
-            dsn=dsn or os.environ.get("GHOSTMEM_DSN") or None,
+            dsn=normalize_dsn(dsn or os.environ.get("GHOSTMEM_DSN") or None),
             home=Path(home).expanduser() if home else default_home(),
             owner=owner or os.environ.get("GHOSTMEM_OWNER") or DEFAULT_OWNER,
             embed_model=embed_model or os.environ.get("GHOSTMEM_EMBED_MODEL") or DEFAULT_EMBED_MODEL,
             runtime_role=os.environ.get("GHOSTMEM_RUNTIME_ROLE") or DEFAULT_RUNTIME_ROLE,
+            pool_min_size=min_size,
+            pool_max_size=max_size,
+            pool_timeout=timeout,
         )
+
+
+def normalize_dsn(dsn: Any) -> str | None:
+    """A DSN libpq reads: SQLAlchemy's ``postgresql+driver://`` scheme becomes ``postgresql://``.
+
+    A SQLAlchemy ``Engine`` (or ``URL``) gives its URL, password included (``str(url)`` would mask it).
+    Anything else that is not a string is refused with one sentence instead of failing deep in the driver.
+    """
+    if dsn is None or dsn == "":
+        return None
+    url = getattr(dsn, "url", dsn)  # an Engine has .url; a URL renders itself
+    if hasattr(url, "render_as_string"):
+        dsn = url.render_as_string(hide_password=False)
+    if not isinstance(dsn, str):
+        raise InvalidArgument(
+            f"dsn must be a connection string or URL, or a SQLAlchemy engine (got a {type(dsn).__name__}); "
+            "pass an open psycopg pool as pool=..."
+        )
+    return _SQLALCHEMY_SCHEME.sub("postgresql://", dsn.strip(), count=1)
+
+
+def _number(env: str, given: Any, default: Any, kind: type[Any]) -> Any:
+    """``given``, else the environment variable ``env``, else ``default``; a malformed value is one sentence."""
+    if given is not None:
+        return kind(given)
+    raw = os.environ.get(env, "").strip()
+    if not raw:
+        return default
+    try:
+        return kind(raw)
+    except ValueError:
+        raise InvalidArgument(
+            f"{env}={raw!r} is not a {kind.__name__}: set it to a number or unset it"
+        ) from None

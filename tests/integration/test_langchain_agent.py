@@ -3,52 +3,15 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from ghostmem import GhostMem
-from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
-from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
-from langchain_core.utils.function_calling import convert_to_openai_tool
-from pydantic import Field
-from support.adapters import seed_conversations
+from support.adapters import ScriptedChatModel, call, seed_conversations
 
 from langchain_ghostmem import GhostMemToolkit
-
-Script = Callable[[Sequence[BaseMessage]], AIMessage]
-
-
-class ScriptedChatModel(BaseChatModel):
-    """Decides its next message from the conversation so far, like a model would, but by a fixed script."""
-
-    script: Script
-    bound_tools: list[dict[str, Any]] = Field(default_factory=list)
-
-    @property
-    def _llm_type(self) -> str:
-        return "scripted"
-
-    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Runnable[Any, AIMessage]:
-        # What a provider integration sends: the OpenAI-format functions.
-        return self.model_copy(update={"bound_tools": [convert_to_openai_tool(t) for t in tools]})
-
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        assert self.bound_tools, "the agent must bind the tools before calling the model"
-        return ChatResult(generations=[ChatGeneration(message=self.script(messages))])
-
-
-def call(name: str, n: int, **args: Any) -> AIMessage:
-    return AIMessage("", tool_calls=[{"name": name, "args": args, "id": f"call-{n}", "type": "tool_call"}])
 
 
 def first_conv_id(message: BaseMessage) -> str:

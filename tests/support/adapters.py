@@ -1,12 +1,22 @@
-"""Data the adapter suites share: a few conversations on distinct subjects and a ghost memory, in one owner."""
+"""What the adapter suites share: a few conversations on distinct subjects and a ghost memory in one owner, and a
+scripted chat model (no LLM is reachable)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from ghostmem import GhostMem
 from ghostmem.records import ConversationRecord, MessageRecord
 from ghostmem.store import save_conversation
+from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.runnables import Runnable
+from langchain_core.utils.function_calling import convert_to_openai_tool
+from pydantic import Field
 
 # name -> (project, [(role, text), ...]); the words are distinct so each question has one right answer.
 CONVERSATIONS: dict[str, tuple[str | None, list[tuple[str, str]]]] = {
@@ -102,3 +112,35 @@ def counts(gm: GhostMem) -> tuple[object, ...]:
         ).fetchone()
     assert row is not None
     return tuple(row)
+
+
+Script = Callable[[Sequence[BaseMessage]], AIMessage]
+
+
+class ScriptedChatModel(BaseChatModel):
+    """Decides its next message from the conversation so far, like a model would, but by a fixed script."""
+
+    script: Script
+    bound_tools: list[dict[str, Any]] = Field(default_factory=list)
+
+    @property
+    def _llm_type(self) -> str:
+        return "scripted"
+
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Runnable[Any, AIMessage]:
+        # What a provider integration sends: the OpenAI-format functions.
+        return self.model_copy(update={"bound_tools": [convert_to_openai_tool(t) for t in tools]})
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        assert self.bound_tools, "the agent must bind the tools before calling the model"
+        return ChatResult(generations=[ChatGeneration(message=self.script(messages))])
+
+
+def call(name: str, n: int, **args: Any) -> AIMessage:
+    return AIMessage("", tool_calls=[{"name": name, "args": args, "id": f"call-{n}", "type": "tool_call"}])

@@ -1,28 +1,56 @@
 """Database access: where the server is, pools that are ready to use, and migrations.
 
 ``resolve_dsn`` gives the DSN of ``GHOSTMEM_DSN`` / ``dsn=`` or starts the embedded server; ``prepare`` checks the
-server is reachable and migrates it; ``open_pool`` / ``open_async_pool`` return opened psycopg pools whose
-connections have the pgvector types registered (which needs the extension, hence after ``prepare``).
+server is reachable and migrates it; ``open_pool`` / ``open_async_pool`` open psycopg pools; ``checkout`` /
+``acheckout`` lend one of a pool's connections to an operation.
+
+Pools survive a server restart or failover: every connection is checked as it is taken out (one empty round
+trip). A connection the server terminated fails the check; since every other idle connection of the pool dates
+from before the same restart, the pool is drained (all of them replaced) and the call takes a new connection, so
+a restart costs no error once the server is back. While it is down, a call waits at most ``pool_timeout`` seconds
+and fails with one sentence, and the pool's background reconnection gives up after as long (psycopg's default
+backs off for five minutes, which would leave the first calls after a long outage waiting for the next attempt).
+
+An application may hand in its own pool (``GhostMem(pool=...)``), configured as it likes (LangGraph's
+checkpointer pools use autocommit and ``dict_row``): ``checkout`` checks its connections the same way, puts a lent
+connection into the mode operations need (one transaction, tuple rows, pgvector types registered) and gives it
+back as it found it.
 """
 
 from __future__ import annotations
 
 import logging
 import re
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 import psycopg
 from pgvector.psycopg import register_vector, register_vector_async
-from psycopg_pool import AsyncConnectionPool, ConnectionPool
+from psycopg.rows import tuple_row
+from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
 
 from ghostmem.config import DEFAULT_RUNTIME_ROLE, Settings
 from ghostmem.db import migrate as migrations
 from ghostmem.db.server import EmbeddedServer
-from ghostmem.errors import DatabaseUnavailable
+from ghostmem.errors import DatabaseUnavailable, InvalidArgument
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["EmbeddedServer", "open_async_pool", "open_pool", "prepare", "redact_dsn", "resolve_dsn"]
+__all__ = [
+    "EmbeddedServer",
+    "acheckout",
+    "checkout",
+    "open_async_pool",
+    "open_pool",
+    "pool_dsn",
+    "prepare",
+    "redact_dsn",
+    "resolve_dsn",
+]
+
+# Arguments of psycopg's connect() that are not connection parameters (a pool passes them through ``kwargs``).
+_CONNECT_OPTIONS = frozenset({"autocommit", "prepare_threshold", "context", "row_factory", "cursor_factory"})
 
 
 def resolve_dsn(settings: Settings) -> str:
@@ -64,12 +92,15 @@ def prepare(dsn: str, dims: int, embed_model: str, runtime_role: str = DEFAULT_R
         return migrations.migrate(conn, dims, embed_model, runtime_role)
 
 
-def _configure(conn: psycopg.Connection[Any]) -> None:
-    register_vector(conn)
-
-
-async def _configure_async(conn: psycopg.AsyncConnection[Any]) -> None:
-    await register_vector_async(conn)
+def pool_dsn(pool: ConnectionPool | AsyncConnectionPool) -> str:
+    """The DSN a pool connects with (its conninfo plus the connection parameters among its ``kwargs``)."""
+    conninfo, kwargs = pool.conninfo, pool.kwargs
+    if not isinstance(conninfo, str) or not isinstance(kwargs, dict):
+        raise InvalidArgument(
+            "this pool computes its connection parameters at connect time: pass dsn=... too, for migrations"
+        )
+    params = {k: v for k, v in kwargs.items() if k not in _CONNECT_OPTIONS}
+    return psycopg.conninfo.make_conninfo(conninfo, **params)
 
 
 def open_pool(dsn: str, settings: Settings) -> ConnectionPool:
@@ -77,7 +108,8 @@ def open_pool(dsn: str, settings: Settings) -> ConnectionPool:
         dsn,
         min_size=settings.pool_min_size,
         max_size=settings.pool_max_size,
-        configure=_configure,
+        timeout=settings.pool_timeout,
+        reconnect_timeout=settings.pool_timeout,
         kwargs={"connect_timeout": 10},
         open=False,
         name="ghostmem",
@@ -96,7 +128,8 @@ async def open_async_pool(dsn: str, settings: Settings) -> AsyncConnectionPool:
         dsn,
         min_size=settings.pool_min_size,
         max_size=settings.pool_max_size,
-        configure=_configure_async,
+        timeout=settings.pool_timeout,
+        reconnect_timeout=settings.pool_timeout,
         kwargs={"connect_timeout": 10},
         open=False,
         name="ghostmem-async",
@@ -108,3 +141,99 @@ async def open_async_pool(dsn: str, settings: Settings) -> AsyncConnectionPool:
         await pool.close()
         raise DatabaseUnavailable(f"cannot open a connection pool to {redact_dsn(dsn)}: {exc}") from exc
     return pool
+
+
+@contextmanager
+def checkout(pool: ConnectionPool) -> Iterator[psycopg.Connection[Any]]:
+    """One of ``pool``'s connections for one operation: one transaction (committed on success, rolled back on
+    error), tuple rows, pgvector types; a server that cannot be reached is :class:`DatabaseUnavailable`."""
+    conn = _checked(pool)
+    try:
+        saved = conn.autocommit, conn.row_factory
+        conn.autocommit, conn.row_factory = False, tuple_row
+        try:
+            if conn.adapters.types.get("vector") is None:
+                register_vector(conn)
+                conn.commit()  # idle again: an operation may switch to autocommit (imports do)
+            with conn:
+                yield conn
+        except psycopg.OperationalError as exc:
+            raise DatabaseUnavailable(_lost(exc)) from exc
+        finally:
+            if not conn.closed and conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
+                conn.autocommit, conn.row_factory = saved
+    finally:
+        pool.putconn(conn)
+
+
+@asynccontextmanager
+async def acheckout(pool: AsyncConnectionPool) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+    """The async twin of :func:`checkout`."""
+    conn = await _achecked(pool)
+    try:
+        saved = conn.autocommit, conn.row_factory
+        if saved[0]:
+            await conn.set_autocommit(False)
+        conn.row_factory = tuple_row
+        try:
+            if conn.adapters.types.get("vector") is None:
+                await register_vector_async(conn)
+                await conn.commit()
+            async with conn:
+                yield conn
+        except psycopg.OperationalError as exc:
+            raise DatabaseUnavailable(_lost(exc)) from exc
+        finally:
+            if not conn.closed and conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
+                await conn.set_autocommit(saved[0])
+                conn.row_factory = saved[1]
+    finally:
+        await pool.putconn(conn)
+
+
+def _checked(pool: ConnectionPool) -> psycopg.Connection[Any]:
+    """A connection that answered an empty query; on a dead one, drain the pool and take a fresh one."""
+    for _ in range(2):
+        try:
+            conn = pool.getconn()
+        except PoolTimeout as exc:
+            raise DatabaseUnavailable(_no_connection(pool)) from exc
+        try:
+            ConnectionPool.check_connection(conn)
+        except psycopg.Error as exc:
+            failure = exc
+            pool.putconn(conn)  # broken: the pool discards and replaces it
+            pool.drain()
+        else:
+            return conn
+    raise DatabaseUnavailable(_lost(failure)) from failure
+
+
+async def _achecked(pool: AsyncConnectionPool) -> psycopg.AsyncConnection[Any]:
+    """The async twin of :func:`_checked`."""
+    for _ in range(2):
+        try:
+            conn = await pool.getconn()
+        except PoolTimeout as exc:
+            raise DatabaseUnavailable(_no_connection(pool)) from exc
+        try:
+            await AsyncConnectionPool.check_connection(conn)
+        except psycopg.Error as exc:
+            failure = exc
+            await pool.putconn(conn)
+            await pool.drain()
+        else:
+            return conn
+    raise DatabaseUnavailable(_lost(failure)) from failure
+
+
+def _no_connection(pool: ConnectionPool | AsyncConnectionPool) -> str:
+    return (
+        f"no database connection within {pool.timeout:g}s (pool of {pool.max_size}): the server is down or "
+        "restarting, or every connection is busy; try again shortly (GHOSTMEM_POOL_MAX_SIZE sets the pool size)"
+    )
+
+
+def _lost(exc: psycopg.Error) -> str:
+    reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return f"the database could not complete the call ({reason}); try again shortly"
