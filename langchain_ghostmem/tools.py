@@ -28,6 +28,8 @@ class GhostMemTool(Closes, BaseTool):
         store: a :class:`~ghostmem.GhostMem`, a DSN, or ``None`` (embedded server / ``GHOSTMEM_DSN``).
         owner: whose memory (fixed by the application, never chosen by the model).
         current_project: binds the project ghost memories are read and written for.
+        strict: a schema for strict tool calling (``bind_tools(..., strict=True)``): every argument required,
+            optional ones nullable, limits in the descriptions; calls are still validated with every limit.
         binding: share one :class:`~ghostmem.binding.Binding` (its pools) between tools instead.
     """
 
@@ -46,18 +48,23 @@ class GhostMemTool(Closes, BaseTool):
         owner: str | None = None,
         current_project: str | None = None,
         embedder: Embedder | str | None = None,
+        strict: bool = False,
         binding: Binding | None = None,
         **kwargs: Any,
     ) -> None:
         spec = get_op(op)
-        binding = binding or Binding(store, owner=owner, current_project=current_project, embedder=embedder)
+        binding = binding or Binding(
+            store, owner=owner, current_project=current_project, embedder=embedder, strict=strict
+        )
         kwargs.setdefault("handle_validation_error", _validation_message(spec))
         super().__init__(
             op=spec.name,
             binding=binding,
             name=spec.name,
             description=spec.description,
-            args_schema=binding.args_model(spec),
+            # A strict schema is a dict: LangChain passes the call's arguments through unvalidated (a strict
+            # model sends null for an argument left at its default), and the binding validates them.
+            args_schema=binding.json_schema(spec) if binding.strict else binding.args_model(spec),
             **kwargs,
         )
 
@@ -112,6 +119,7 @@ class GhostMemToolkit(Closes, BaseToolkit):
         current_project: when set, ghost-memory tools act for this project and the model cannot change it.
         read_only: leave out the operations that write (``remember``, ``give_feedback``).
         ops: only these operations (by name), in this order.
+        strict: schemas for strict tool calling (see :class:`GhostMemTool`).
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -128,12 +136,15 @@ class GhostMemToolkit(Closes, BaseToolkit):
         embedder: Embedder | str | None = None,
         read_only: bool = False,
         ops: Sequence[str] | None = None,
+        strict: bool = False,
     ) -> None:
         names = tuple(get_op(name).name for name in ops) if ops is not None else tuple(s.name for s in OPS)
         if read_only:
             names = tuple(name for name in names if not get_op(name).writes)
         super().__init__(  # type: ignore[call-arg]  # pydantic fields of this subclass
-            binding=Binding(store, owner=owner, current_project=current_project, embedder=embedder),
+            binding=Binding(
+                store, owner=owner, current_project=current_project, embedder=embedder, strict=strict
+            ),
             ops=names,
         )
 

@@ -7,11 +7,13 @@ the same text the LangChain tool gives, and keeps the structured result in ``Too
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from ghostmem import OPS, GhostMem, GhostMemError, OpSpec, get_op
 from ghostmem.binding import Binding, Closes
 from ghostmem.embed import Embedder
+from ghostmem.strict import strict_schema
 from llama_index.core.tools import FunctionTool, ToolOutput
 from llama_index.core.tools.tool_spec.base import SPEC_FUNCTION_TYPE, BaseToolSpec
 from llama_index.core.tools.types import ToolMetadata
@@ -50,14 +52,27 @@ def ghostmem_tool(spec: OpSpec[Any, Any], binding: Binding) -> FunctionTool:
     def callback(raw: BaseModel | ToolOutput) -> str | ToolOutput:
         return raw if isinstance(raw, ToolOutput) else spec.render(raw)
 
-    return FunctionTool.from_defaults(
-        fn=fn,
-        async_fn=async_fn,
-        name=spec.name,
-        description=spec.description,
-        fn_schema=binding.args_model(spec),
-        callback=callback,
+    metadata = (StrictToolMetadata if binding.strict else ToolMetadata)(
+        name=spec.name, description=spec.description, fn_schema=binding.args_model(spec)
     )
+    return FunctionTool.from_defaults(fn=fn, async_fn=async_fn, tool_metadata=metadata, callback=callback)
+
+
+@dataclass
+class StrictToolMetadata(ToolMetadata):
+    """Tool metadata whose parameters are the strict schema (:mod:`ghostmem.strict`) of ``fn_schema``.
+
+    ``ToolMetadata`` keeps only some keys of a pydantic schema and would drop ``additionalProperties: false``.
+    """
+
+    parameters: dict[str, Any] = field(init=False)
+
+    def __post_init__(self) -> None:
+        assert self.fn_schema is not None
+        self.parameters = strict_schema(self.fn_schema)
+
+    def get_parameters_dict(self) -> dict[str, Any]:
+        return dict(self.parameters)
 
 
 class GhostMemToolSpec(Closes, BaseToolSpec):
@@ -74,6 +89,9 @@ class GhostMemToolSpec(Closes, BaseToolSpec):
         current_project: when set, ghost-memory tools act for this project and the model cannot change it.
         read_only: leave out the operations that write (``remember``, ``give_feedback``).
         ops: only these operations (by name), in this order.
+        strict: schemas for strict tool calling (every argument required, optional ones nullable, limits in the
+            descriptions; ``OpenAI(strict=True)`` / Anthropic strict tool use); calls are still validated with
+            every limit.
     """
 
     def __init__(
@@ -85,8 +103,11 @@ class GhostMemToolSpec(Closes, BaseToolSpec):
         embedder: Embedder | str | None = None,
         read_only: bool = False,
         ops: Sequence[str] | None = None,
+        strict: bool = False,
     ) -> None:
-        self.binding = Binding(store, owner=owner, current_project=current_project, embedder=embedder)
+        self.binding = Binding(
+            store, owner=owner, current_project=current_project, embedder=embedder, strict=strict
+        )
         specs = [get_op(name) for name in ops] if ops is not None else list(OPS)
         self._tools = {
             spec.name: ghostmem_tool(spec, self.binding) for spec in specs if not (read_only and spec.writes)

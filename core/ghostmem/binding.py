@@ -21,6 +21,7 @@ from ghostmem.embed import Embedder
 from ghostmem.errors import InvalidArgument
 from ghostmem.models import GhostList, SearchResult
 from ghostmem.ops import OpSpec, format_validation_error
+from ghostmem.strict import strict_arguments, strict_schema
 
 # Arguments that stand for "the project the agent works in": bound together when the application binds a project.
 PROJECT_ARGUMENTS = frozenset({"current_project", "project"})
@@ -35,6 +36,8 @@ class Binding:
         current_project: binds the project ghost-memory operations act for; ``current_project`` (and
             ``remember``'s ``project``) are then removed from the tools' schemas. ``None`` keeps the store's.
         embedder: the embedder of a store built here (ignored when a store is given).
+        strict: show schemas for strict tool calling (:mod:`ghostmem.strict`: every argument required, optional
+            ones nullable, no limit keywords); the arguments of a call are still validated with every limit.
     """
 
     def __init__(
@@ -44,7 +47,9 @@ class Binding:
         owner: str | None = None,
         current_project: str | None = None,
         embedder: Embedder | str | None = None,
+        strict: bool = False,
     ) -> None:
+        self.strict = strict
         if isinstance(store, GhostMem):
             settings = store.settings if owner is None else dataclasses.replace(store.settings, owner=owner)
             project = store.context.current_project if current_project is None else current_project
@@ -77,7 +82,10 @@ class Binding:
         return self._models[spec.name]
 
     def json_schema(self, spec: OpSpec[Any, Any]) -> dict[str, Any]:
-        """The input schema in the shape function-calling APIs use (no top-level title or extras flag)."""
+        """The input schema in the shape function-calling APIs use (no top-level title or extras flag), or
+        with ``strict`` the strict one."""
+        if self.strict:
+            return strict_schema(self.args_model(spec))
         schema = self.args_model(spec).model_json_schema()
         schema.pop("title", None)
         schema.pop("additionalProperties", None)
@@ -85,8 +93,10 @@ class Binding:
 
     def validate(self, spec: OpSpec[Any, Any], arguments: Mapping[str, Any] | None) -> dict[str, Any]:
         """Check model-supplied arguments against the public schema; returns only the arguments given."""
+        model = self.args_model(spec)
         try:
-            parsed = self.args_model(spec).model_validate(dict(arguments or {}))
+            raw = dict(arguments or {})
+            parsed = model.model_validate(strict_arguments(model, raw) if self.strict else raw)
         except ValidationError as exc:
             raise InvalidArgument(format_validation_error(spec.name, exc)) from None
         except (TypeError, ValueError) as exc:

@@ -314,7 +314,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     from ghostmem.binding import Binding
     from ghostmem.mcp import serve_http, serve_stdio
 
-    binding = Binding(store(args), current_project=args.project)
+    binding = Binding(store(args), current_project=args.project, strict=args.strict)
     if args.http:
         anyio.run(serve_http, binding, args.port, args.read_only)
     else:
@@ -379,6 +379,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--project", default=None, help="bind the project ghost memories act for (hidden from the model)"
     )
     p.add_argument("--read-only", action="store_true", help="serve only the operations that do not write")
+    p.add_argument(
+        "--strict",
+        action="store_true",
+        help="input schemas for strict tool calling (every argument required)",
+    )
 
     p = sub.add_parser(
         "grant-project",

@@ -1,7 +1,7 @@
 """``ghostmem mcp``: the operations of :data:`ghostmem.OPS` as an MCP server (stdio, or streamable HTTP on loopback).
 
 Each tool has the operation's name, description and input schema (the very schema the LangChain and LlamaIndex
-tools show); a call answers with the rendered text and the result model as structured content. A bad argument
+tools show; with ``--strict`` the strict one of :mod:`ghostmem.strict`); a call answers with the rendered text and the result model as structured content. A bad argument
 or an unknown id is a tool error with one sentence the model can act on.
 """
 

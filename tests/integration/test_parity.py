@@ -1,16 +1,18 @@
 """One tool, one schema: every operation has the same name, description and JSON schema in LangChain, LlamaIndex
-and MCP (after dropping ``title`` keys), unbound and with a bound project."""
+and MCP (after dropping ``title`` keys), unbound and with a bound project, default and strict; strict calls are
+validated with the real limits on every surface."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import pytest
-from ghostmem import OPS, GhostMem, OpSpec
+from ghostmem import OPS, GhostMem, OpSpec, get_op
 from ghostmem.binding import Binding
 from ghostmem.mcp import build_server
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from mcp import Client
+from support.adapters import seed_conversations
 
 from langchain_ghostmem import GhostMemToolkit
 from llama_index_ghostmem import GhostMemToolSpec
@@ -29,16 +31,16 @@ def function(name: str, description: str, parameters: dict[str, Any]) -> dict[st
     return {"name": name, "description": description, "parameters": untitled(parameters)}
 
 
-async def surfaces(gm: GhostMem, project: str | None) -> dict[str, dict[str, dict[str, Any]]]:
+async def surfaces(gm: GhostMem, project: str | None, strict: bool) -> dict[str, dict[str, dict[str, Any]]]:
     langchain = {
-        t.name: convert_to_openai_tool(t)["function"]
-        for t in GhostMemToolkit(gm, current_project=project).get_tools()
+        t.name: convert_to_openai_tool(t, strict=strict)["function"]
+        for t in GhostMemToolkit(gm, current_project=project, strict=strict).get_tools()
     }
     llamaindex = {
         t.metadata.name: t.metadata.to_openai_tool()["function"]
-        for t in GhostMemToolSpec(gm, current_project=project).to_tool_list()
+        for t in GhostMemToolSpec(gm, current_project=project, strict=strict).to_tool_list()
     }
-    binding = Binding(gm, current_project=project)
+    binding = Binding(gm, current_project=project, strict=strict)
     async with Client(build_server(binding)) as client:
         mcp = {
             t.name: {"name": t.name, "description": t.description, "parameters": t.input_schema}
@@ -51,9 +53,10 @@ async def surfaces(gm: GhostMem, project: str | None) -> dict[str, dict[str, dic
     }
 
 
+@pytest.mark.parametrize("strict", [False, True], ids=["default", "strict"])
 @pytest.mark.parametrize("project", [None, "webapp"], ids=["unbound", "bound-project"])
-async def test_every_surface_shows_the_same_tools(gm: GhostMem, project: str | None) -> None:
-    seen = await surfaces(gm, project)
+async def test_every_surface_shows_the_same_tools(gm: GhostMem, project: str | None, strict: bool) -> None:
+    seen = await surfaces(gm, project, strict)
     names = [spec.name for spec in OPS]
     for surface, tools in seen.items():
         assert list(tools) == names, surface
@@ -69,3 +72,35 @@ def expected_arguments(spec: OpSpec[Any, Any], project: str | None) -> set[str]:
     """The contract's own visible fields (bound ones removed): the schema is derived, never restated."""
     visible = set(spec.args_model.model_json_schema()["properties"])
     return visible - ({"current_project", "project"} & spec.bindable if project else set())
+
+
+async def test_strict_calls_are_validated_with_the_real_limits_on_every_surface(gm: GhostMem) -> None:
+    """A strict model sends every argument (null for the default); the real limits still hold server-side."""
+    ids = seed_conversations(gm)
+    spec = get_op("search_personal_memory")
+    nulls = dict.fromkeys(spec.args_model.model_json_schema()["properties"])
+    good = {**nulls, "query": "vault tokens staging"}
+    too_many = {**good, "limit": 1000}
+    refusal = "limit: Input should be less than or equal to 50"
+
+    tool = next(t for t in GhostMemToolkit(gm, strict=True).get_tools() if t.name == spec.name)
+    found = tool.invoke({"name": spec.name, "args": good, "id": "c1", "type": "tool_call"})
+    assert found.status == "success" and found.artifact.rows[0].conv_id == ids["vault"]
+    refused = tool.invoke({"name": spec.name, "args": too_many, "id": "c2", "type": "tool_call"})
+    assert refused.status == "error" and refusal in refused.content
+
+    function_tool = next(
+        t for t in GhostMemToolSpec(gm, strict=True).to_tool_list() if t.metadata.name == spec.name
+    )
+    assert function_tool.call(**good).raw_output.rows[0].conv_id == ids["vault"]
+    output = function_tool.call(**too_many)
+    assert output.is_error and refusal in output.content
+
+    binding = Binding(gm, strict=True)
+    async with Client(build_server(binding)) as client:
+        answer = await client.call_tool(spec.name, good)
+        assert not answer.is_error and answer.structured_content["rows"][0]["conv_id"] == ids["vault"]
+        answer = await client.call_tool(spec.name, too_many)
+        assert answer.is_error and refusal in answer.content[0].text
+    await binding.aclose()
+    await tool.aclose()
