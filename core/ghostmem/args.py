@@ -1,12 +1,14 @@
 """Argument models of the operations. Field descriptions are what a model reads; keep them short and exact.
 
 Every model is flat (no nested models) so LangChain, LlamaIndex and MCP render the same JSON schema. Limits are
-part of the schema (``minimum`` / ``maximum``), so a model sees them before it calls.
+part of the schema (``minimum`` / ``maximum``), so a model sees them before it calls. These models are the only
+validator of operation arguments: every surface (Python client, CLI, MCP, LangChain, LlamaIndex) parses through
+them (:func:`ghostmem.ops.validate`) before anything reaches the database.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.json_schema import SkipJsonSchema
@@ -33,6 +35,18 @@ class OpArgs(BaseModel):
     """Base of every argument model: unknown arguments are an error, strings are stripped."""
 
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+
+    @field_validator("*")
+    @classmethod
+    def _storable(cls, value: Any) -> Any:
+        """Postgres text cannot hold NUL: refuse it here instead of failing inside the driver. (Lone surrogates
+        never get here: pydantic refuses them as "not a valid string".)"""
+        for text in value if isinstance(value, list) else [value]:
+            if isinstance(text, str) and "\x00" in text:
+                raise ValueError(
+                    "must not contain NUL characters (\\x00), which text cannot hold: remove them"
+                )
+        return value
 
 
 def _days(default: int | None, what: str) -> int | None:

@@ -13,14 +13,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from ghostmem.args import OpArgs
 from ghostmem.client import AsyncGhostMem, GhostMem, OpResult
 from ghostmem.embed import Embedder
-from ghostmem.errors import InvalidArgument
 from ghostmem.models import GhostList, SearchResult
-from ghostmem.ops import OpSpec, format_validation_error
+from ghostmem.ops import OpSpec, validate
 from ghostmem.strict import strict_arguments, strict_schema
 
 # Arguments that stand for "the project the agent works in": bound together when the application binds a project.
@@ -94,25 +93,10 @@ class Binding:
     def validate(self, spec: OpSpec[Any, Any], arguments: Mapping[str, Any] | None) -> dict[str, Any]:
         """Check model-supplied arguments against the public schema; returns only the arguments given."""
         model = self.args_model(spec)
-        try:
-            raw = dict(arguments or {})
-            parsed = model.model_validate(strict_arguments(model, raw) if self.strict else raw)
-        except ValidationError as exc:
-            raise InvalidArgument(format_validation_error(spec.name, exc)) from None
-        except (TypeError, ValueError) as exc:
-            raise InvalidArgument(
-                f"{spec.name}: arguments must be an object of named values ({exc})"
-            ) from None
-        given = parsed.model_dump(include=parsed.model_fields_set)
-        for name, value in given.items():
-            for text in value if isinstance(value, list) else [value]:
-                # Postgres text cannot hold NUL: say so here instead of failing inside the driver. (Lone
-                # surrogates never get here: pydantic refuses them as "not a valid string".)
-                if isinstance(text, str) and "\x00" in text:
-                    raise InvalidArgument(
-                        f"invalid arguments for {spec.name}: {name}: must not contain NUL characters"
-                    )
-        return given
+        if self.strict and isinstance(arguments, Mapping):
+            arguments = strict_arguments(model, arguments)
+        parsed = validate(spec.name, model, arguments)
+        return parsed.model_dump(include=parsed.model_fields_set)
 
     def run(self, spec: OpSpec[Any, Any], arguments: Mapping[str, Any] | None) -> OpResult:
         return self.store.run(spec.name, self.validate(spec, arguments))

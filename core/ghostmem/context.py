@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+
+from ghostmem.errors import InvalidArgument
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,3 +22,9 @@ class OpContext:
     owner: str
     current_project: str | None = None
     runtime_role: str | None = None
+
+    def __post_init__(self) -> None:
+        for field in fields(self):
+            value = getattr(self, field.name)
+            if isinstance(value, str) and "\x00" in value:
+                raise InvalidArgument(f"{field.name} must not contain NUL characters (\\x00): remove them")

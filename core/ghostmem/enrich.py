@@ -14,7 +14,7 @@ import logging
 import math
 import re
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,6 +22,9 @@ import numpy as np
 from numpy.typing import NDArray
 from psycopg import Connection
 from psycopg.types.json import Jsonb
+
+from ghostmem import db
+from ghostmem.text import CJK_RANGES
 
 logger = logging.getLogger(__name__)
 
@@ -159,9 +162,10 @@ def refresh(conn: Connection[Any], owner: str, tier: str, conv_ids: Sequence[str
 
 # --- labels ---------------------------------------------------------------------------------------------------------
 
-_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
 _HIRAGANA = re.compile("[\u3040-\u309f]")
-_TOKEN = re.compile(rf"(?P<cjk>[{_CJK}]+)|(?P<word>[^\W\d_{_CJK}][\w+#.-]*[\w+#]|[^\W\d_{_CJK}])")
+_TOKEN = re.compile(
+    rf"(?P<cjk>[{CJK_RANGES}]+)|(?P<word>[^\W\d_{CJK_RANGES}][\w+#.-]*[\w+#]|[^\W\d_{CJK_RANGES}])"
+)
 # URLs, fenced code, and redaction placeholders (ours, [REDACTED:kind], and the platforms' own, e.g. Codex's).
 _NOISE = re.compile(r"https?://\S+|\[REDACTED[^\]\n]{0,80}\]|`{3}.*?`{3}", re.DOTALL | re.IGNORECASE)
 # Hex ids and hashes (c002ff99, 3f2a9c1), and long tokens with digits: identifiers, not topics.
@@ -315,10 +319,6 @@ def _cluster(vectors: NDArray[np.float64]) -> tuple[NDArray[np.int64], NDArray[n
         return _fit(vectors, _choose_k(vectors), n_init=FINAL_N_INIT)
 
 
-def _vector_literal(vec: Iterable[float]) -> str:
-    return "[" + ",".join(f"{x:.7g}" for x in vec) + "]"
-
-
 def recluster(conn: Connection[Any], owner: str, *, force: bool = False) -> ClusterReport:
     """Cluster the owner's conversations and label the clusters, in the caller's transaction.
 
@@ -326,6 +326,7 @@ def recluster(conn: Connection[Any], owner: str, *, force: bool = False) -> Clus
     embedding grew by more than a quarter (plus ten) since the last; otherwise only conversations without a cluster
     are placed at their nearest centroid.
     """
+    db.use_vectors(conn)  # vectors are read and written
     conn.execute("SELECT pg_advisory_xact_lock(hashtextextended('ghostmem.recluster:' || %s, 0))", (owner,))
     row = conn.execute(
         "SELECT count(*) FROM ghostmem.conversations WHERE owner = %s AND embedding IS NOT NULL", (owner,)
@@ -406,7 +407,7 @@ def _full_pass(conn: Connection[Any], owner: str) -> ClusterReport:
             "VALUES (%s, %s, %s, %s, %s, %s::vector)",
             [
                 (owner, c, topics[c], int(sizes[c]), Jsonb([[t, round(w, 5)] for t, w in label_terms[c]]),
-                 _vector_literal(centroids[c]))
+                 db.vector(centroids[c]))
                 for c in range(k)
             ],
         )  # fmt: skip

@@ -13,7 +13,6 @@ arrives as one clear :class:`~ghostmem.errors.InvalidArgument`.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
 from typing import Any
 
 from psycopg import Connection, errors, sql
@@ -48,13 +47,12 @@ def search_ghost_memories(ctx: OpContext, args: SearchGhostMemoriesArgs) -> Prog
     the default ranking does not count as use).
     """
     claimed = _claimed(ctx, args.current_project)
-    _reject_nul("query", args.query)
     query = args.query.strip()
     vector = (yield Embed(query)) if query else None
     yield from _act_as_runtime(ctx, claimed)
     rows = yield Query(
         "SELECT * FROM agent.search_ghost_ranked(%s, %s, %s, %s::vector, %s, %s)",
-        (ctx.owner, claimed, query, _vector_text(vector), args.formula, args.limit),
+        (ctx.owner, claimed, query, vector, args.formula, args.limit),
     )
     return GhostList(query=query, current_project=claimed, rows=[_memory(r) for r in rows])
 
@@ -73,25 +71,18 @@ def remember(ctx: OpContext, args: RememberArgs) -> Program[RememberResult]:
         raise InvalidArgument(
             f"remember: `allowlist` applies only to scope 'shared-restricted' (scope is {args.scope!r})"
         )
-    for name, value in (
-        ("content", args.content),
-        ("project", project),
-        *(("allowlist", a) for a in allowlist),
-    ):
-        _reject_nul(name, value)
     content = redact(args.content)
     vector = yield Embed(content)
     yield from _act_as_runtime(ctx, project)
     rows = yield Query(
         "SELECT * FROM agent.remember(%s, %s, %s, %s, %s, %s, %s::vector)",
-        (ctx.owner, content, args.kind, args.scope, project, allowlist, _vector_text(vector)),
+        (ctx.owner, content, args.kind, args.scope, project, allowlist, vector),
     )
     return RememberResult(memory=_memory(rows[0]), created=bool(rows[0]["created"]))
 
 
 def give_feedback(ctx: OpContext, args: GiveFeedbackArgs) -> Program[FeedbackResult]:
     """Count one feedback signal on a memory and return it with its new score breakdown."""
-    _reject_nul("note", args.note)
     note = redact(args.note) if args.note else None
     claimed = ctx.current_project
     yield from _act_as_runtime(ctx, claimed)
@@ -148,7 +139,6 @@ def _claimed(ctx: OpContext, argument: str | None) -> str | None:
     """The bound project wins over the model's argument; blank means none."""
     project = ctx.current_project if ctx.current_project is not None else argument
     project = project.strip() if project else None
-    _reject_nul("current_project", project)
     return project or None
 
 
@@ -179,12 +169,3 @@ def _memory(row: Row) -> GhostMemoryRow:
     breakdown = row["breakdown"] or {}
     fields["breakdown"] = {k: float(breakdown[k]) for k in TERMS if k in breakdown}
     return GhostMemoryRow(**fields, created_at=row["created_at"], last_activated_at=row["last_activated_at"])
-
-
-def _vector_text(vector: Sequence[float] | None) -> str | None:
-    return None if vector is None else "[" + ",".join(repr(float(x)) for x in vector) + "]"
-
-
-def _reject_nul(name: str, value: str | None) -> None:
-    if value and "\x00" in value:
-        raise InvalidArgument(f"{name} contains a NUL byte (\\x00), which text cannot hold: remove it")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 from pydantic import BaseModel, ValidationError, create_model
 
@@ -37,6 +37,7 @@ from ghostmem.program import Program
 
 A = TypeVar("A", bound=OpArgs)
 R = TypeVar("R", bound=BaseModel)
+M = TypeVar("M", bound=OpArgs)
 
 
 @dataclass(frozen=True)
@@ -59,14 +60,7 @@ class OpSpec(Generic[A, R]):
         """Validate raw arguments into the args model; a bad argument raises :class:`InvalidArgument`."""
         if isinstance(arguments, self.args_model):
             return arguments
-        try:
-            return self.args_model.model_validate(dict(arguments or {}))
-        except ValidationError as exc:
-            raise InvalidArgument(format_validation_error(self.name, exc)) from None
-        except (TypeError, ValueError) as exc:
-            raise InvalidArgument(
-                f"{self.name}: arguments must be an object of named values ({exc})"
-            ) from None
+        return validate(self.name, self.args_model, cast(Mapping[str, Any] | None, arguments))
 
     def public_args_model(self, bound: frozenset[str] | set[str] = frozenset()) -> type[OpArgs]:
         """The args model a model sees when the application has bound some arguments (they disappear)."""
@@ -82,6 +76,17 @@ class OpSpec(Generic[A, R]):
             self.args_model.__name__, __base__=OpArgs, __doc__=self.args_model.__doc__, **fields
         )
         return model
+
+
+def validate(op_name: str, model: type[M], arguments: Mapping[str, Any] | None) -> M:
+    """``arguments`` parsed by ``model`` (an operation's args model, or its public variant): the one validator
+    of every surface. Anything wrong raises :class:`InvalidArgument` with one sentence."""
+    try:
+        return model.model_validate(dict(arguments or {}))
+    except ValidationError as exc:
+        raise InvalidArgument(format_validation_error(op_name, exc)) from None
+    except (TypeError, ValueError) as exc:
+        raise InvalidArgument(f"{op_name}: arguments must be an object of named values ({exc})") from None
 
 
 def format_validation_error(op_name: str, exc: ValidationError) -> str:

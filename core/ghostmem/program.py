@@ -22,6 +22,7 @@ from typing import Any, Literal, TypeAlias, TypeVar
 from psycopg import AsyncConnection, Connection, sql
 from psycopg.rows import dict_row
 
+from ghostmem import db
 from ghostmem.embed import Embedder
 
 T = TypeVar("T")
@@ -40,7 +41,8 @@ class Query:
 
 @dataclass(frozen=True, slots=True)
 class Embed:
-    """Ask the driver for the embedding of a search query (sent back as ``list[float]``)."""
+    """Ask the driver for the embedding of a search query (sent back as :func:`ghostmem.db.vector` makes it, a
+    query parameter for a ``vector``)."""
 
     text: str
 
@@ -56,6 +58,7 @@ def run_sync(program: Program[T], conn: Connection[Any], embedder: Embedder | No
         while True:
             step = program.send(reply)
             if isinstance(step, Embed):
+                db.use_vectors(conn)
                 reply = _embed(embedder, step)
             else:
                 with conn.cursor(row_factory=dict_row) as cur:
@@ -72,6 +75,7 @@ async def run_async(program: Program[T], conn: AsyncConnection[Any], embedder: E
         while True:
             step = program.send(reply)
             if isinstance(step, Embed):
+                await db.use_vectors_async(conn)
                 reply = await asyncio.to_thread(_embed, embedder, step)
             else:
                 async with conn.cursor(row_factory=dict_row) as cur:
@@ -81,10 +85,10 @@ async def run_async(program: Program[T], conn: AsyncConnection[Any], embedder: E
         return done.value  # type: ignore[no-any-return]
 
 
-def _embed(embedder: Embedder | None, step: Embed) -> list[float]:
+def _embed(embedder: Embedder | None, step: Embed) -> Any:
     if embedder is None:
         raise RuntimeError("this operation needs an embedder, and none is configured")
-    return embedder.embed_query(step.text)
+    return db.vector(embedder.embed_query(step.text))
 
 
 def ident(*names: str) -> sql.Identifier:

@@ -154,10 +154,11 @@ def _embed_ghosts(conn: Connection[Any], embedder: Embedder, batch: int = 256) -
             ).fetchall()
             if not rows:
                 return done
+            db.use_vectors(conn)
             vectors = embedder.embed_documents([content for _, content in rows])
             with conn.cursor() as cur:
                 cur.executemany(
                     "UPDATE agent.ghost_memories SET embedding = %s::vector WHERE memory_id = %s",
-                    [(str(vec), memory_id) for (memory_id, _), vec in zip(rows, vectors, strict=True)],
+                    [(db.vector(vec), memory_id) for (memory_id, _), vec in zip(rows, vectors, strict=True)],
                 )
             done += len(rows)

@@ -50,6 +50,7 @@ from ghostmem.models import (
     Thread,
 )
 from ghostmem.program import Embed, Program, Query, Row
+from ghostmem.text import CJK
 
 RRF_K = 60
 DEPTH_PER_LEG = 100  # messages each leg contributes to the fusion (at least 5 per requested conversation)
@@ -75,8 +76,6 @@ _ROW_COLUMNS = sql.SQL(
 )
 _WORD = re.compile(r"\w+", re.UNICODE)
 _LETTERS = re.compile(r"[^\W\d_]", re.UNICODE)
-# The scripts of ghostmem.cjk_grams (migration 020).
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 
 
 def like_pattern(text: str) -> str:
@@ -310,7 +309,7 @@ def vector_weight(query: str) -> float:
     lexical matches down. A query in those scripts is therefore ranked by its words.
     """
     letters = _LETTERS.findall(query)  # digits say nothing about the language
-    return 1.0 - sum(1 for c in letters if _CJK.match(c)) / len(letters) if letters else 1.0
+    return 1.0 - sum(1 for c in letters if CJK.match(c)) / len(letters) if letters else 1.0
 
 
 def vector_depth(limit: int, depth: int, filtered: bool) -> int:
@@ -392,7 +391,7 @@ def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int) -> Program
     )
     params["speakers"] = list(rows[0]["speakers"])
     dense_query = strip_names(args.query, params["speakers"])
-    params["qvec"] = str((yield Embed(dense_query)))
+    params["qvec"] = yield Embed(dense_query)
     params["vector_weight"] = vector_weight(args.query)
     return _Plan(params=params, literals=literals, lexical=lexical, vector=vector)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -18,6 +18,7 @@ from typing import Any
 from psycopg import Connection
 from psycopg.types.json import Jsonb
 
+from ghostmem import db
 from ghostmem.embed import Embedder
 from ghostmem.records import CONVERSATIONAL_ROLES, ConversationRecord, MessageRecord
 from ghostmem.redact import redact
@@ -328,14 +329,15 @@ def embed_messages(conn: Connection[Any], embedder: Embedder, rows: Iterable[tup
     }
     missing = [h for h in texts if h not in cached]
     if missing:
+        db.use_vectors(conn)
         vectors = embedder.embed_documents([texts[h] for h in missing])
         conn.execute(
             """
             INSERT INTO ghostmem.embedding_cache (model, content_hash, embedding)
-            SELECT %s, u.h, u.v::vector FROM unnest(%s::bytea[], %s::text[]) AS u(h, v)
+            SELECT %s, u.h, u.v FROM unnest(%s::bytea[], %s::vector[]) AS u(h, v)
             ON CONFLICT DO NOTHING
             """,
-            (embedder.name, missing, [_vector_literal(v) for v in vectors]),
+            (embedder.name, missing, [db.vector(v) for v in vectors]),
         )
     conn.execute(
         """
@@ -347,10 +349,6 @@ def embed_messages(conn: Connection[Any], embedder: Embedder, rows: Iterable[tup
         (ids, hashes, embedder.name),
     )
     return len(ids)
-
-
-def _vector_literal(vec: Sequence[float]) -> str:
-    return "[" + ",".join(repr(float(x)) for x in vec) + "]"
 
 
 def embed_pending(

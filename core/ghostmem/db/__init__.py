@@ -15,17 +15,22 @@ An application may hand in its own pool (``GhostMem(pool=...)``), configured as 
 checkpointer pools use autocommit and ``dict_row``): ``checkout`` checks its connections the same way, puts a lent
 connection into the mode operations need (one transaction, tuple rows, pgvector types registered) and gives it
 back as it found it.
+
+A vector goes to the server as :func:`vector` makes it and comes back as a float32 numpy array, through pgvector's
+adapters; code handed a connection it did not take from a pool calls :func:`use_vectors` first.
 """
 
 from __future__ import annotations
 
 import logging
 import re
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
+import numpy as np
 import psycopg
+from numpy.typing import NDArray
 from pgvector.psycopg import register_vector, register_vector_async
 from psycopg.rows import tuple_row
 from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
@@ -47,6 +52,8 @@ __all__ = [
     "prepare",
     "redact_dsn",
     "resolve_dsn",
+    "use_vectors",
+    "vector",
 ]
 
 # Arguments of psycopg's connect() that are not connection parameters (a pool passes them through ``kwargs``).
@@ -143,6 +150,29 @@ async def open_async_pool(dsn: str, settings: Settings) -> AsyncConnectionPool:
     return pool
 
 
+def vector(values: Sequence[float] | NDArray[Any]) -> NDArray[np.float32]:
+    """An embedding as a query parameter: pgvector's adapter sends a float32 array as a ``vector`` (binary, no
+    text in between). float32 is what a ``vector`` column holds, so the conversion happens once, here, and a
+    vector read back equals the one written."""
+    return np.asarray(values, dtype=np.float32)
+
+
+def use_vectors(conn: psycopg.Connection[Any]) -> bool:
+    """Register pgvector's types on ``conn`` unless they are; ``True`` when that took a query (in a transaction)."""
+    if conn.adapters.types.get("vector") is not None:
+        return False
+    register_vector(conn)
+    return True
+
+
+async def use_vectors_async(conn: psycopg.AsyncConnection[Any]) -> bool:
+    """The async twin of :func:`use_vectors`."""
+    if conn.adapters.types.get("vector") is not None:
+        return False
+    await register_vector_async(conn)
+    return True
+
+
 @contextmanager
 def checkout(pool: ConnectionPool) -> Iterator[psycopg.Connection[Any]]:
     """One of ``pool``'s connections for one operation: one transaction (committed on success, rolled back on
@@ -152,8 +182,7 @@ def checkout(pool: ConnectionPool) -> Iterator[psycopg.Connection[Any]]:
         saved = conn.autocommit, conn.row_factory
         conn.autocommit, conn.row_factory = False, tuple_row
         try:
-            if conn.adapters.types.get("vector") is None:
-                register_vector(conn)
+            if use_vectors(conn):
                 conn.commit()  # idle again: an operation may switch to autocommit (imports do)
             with conn:
                 yield conn
@@ -176,8 +205,7 @@ async def acheckout(pool: AsyncConnectionPool) -> AsyncIterator[psycopg.AsyncCon
             await conn.set_autocommit(False)
         conn.row_factory = tuple_row
         try:
-            if conn.adapters.types.get("vector") is None:
-                await register_vector_async(conn)
+            if await use_vectors_async(conn):
                 await conn.commit()
             async with conn:
                 yield conn
