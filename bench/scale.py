@@ -449,6 +449,11 @@ class TimedConnection:
     def cursor(self, **kwargs: Any) -> _TimedCursor:
         return _TimedCursor(self.conn.cursor(**kwargs), self.statements)
 
+    @property
+    def adapters(self) -> Any:
+        """The wrapped connection's (the driver checks the vector types are registered)."""
+        return self.conn.adapters
+
 
 class PrecomputedEmbedder:
     """Answers the query embedding from a cache, so server-side timing excludes the model."""
