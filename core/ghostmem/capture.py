@@ -16,8 +16,8 @@ from psycopg import Connection
 from psycopg.rows import dict_row
 
 from ghostmem.embed import Embedder
-from ghostmem.records import ConversationRecord, MessageRecord, Platform
-from ghostmem.render import TITLE_CHARS, clip
+from ghostmem.records import ConversationRecord, MessageRecord, Platform, clip
+from ghostmem.render import TITLE_CHARS
 from ghostmem.store import SaveResult, save_conversation
 
 TIER = "personal"

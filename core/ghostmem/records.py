@@ -5,6 +5,7 @@ Importers are pure parsers from a platform's files to these records; :mod:`ghost
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, get_args
@@ -29,6 +30,32 @@ CONVERSATIONAL_ROLES: frozenset[str] = frozenset({"user", "assistant"})
 
 Tier = Literal["personal", "library"]
 TIERS: tuple[str, ...] = get_args(Tier)
+
+# How sure an importer is of a title (``ConversationRecord.meta["title_rank"]``): a better source replaces a worse
+# one; among equals a platform title or a summary is replaced by a newer one, a first-prompt title never is.
+TITLE_FROM_PROMPT = 1
+TITLE_FROM_SUMMARY = 2
+TITLE_FROM_PLATFORM = 3
+# A title made from a prompt is at most this long (a platform's own title too).
+TITLE_CHARS = 200
+
+
+def clip(text: str | None, limit: int) -> str:
+    """One line of at most ``limit`` characters (whitespace collapsed, an ellipsis when cut).
+
+    Reads only as many words as the line needs, so a huge text costs no more than a short one.
+    """
+    if not text:
+        return ""
+    words: list[str] = []
+    length = -1
+    for word in re.finditer(r"\S+", text):
+        words.append(word.group())
+        length += len(word.group()) + 1
+        if length > limit:
+            break
+    flat = " ".join(words)
+    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
 
 
 @dataclass(slots=True)

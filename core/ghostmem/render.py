@@ -22,20 +22,13 @@ from ghostmem.models import (
     SearchResult,
     Thread,
 )
+from ghostmem.records import clip
 
 SNIPPET_CHARS = 160
 MATCH_CHARS = 300
 MESSAGE_CHARS = 2000
 TITLE_CHARS = 80
 MAX_TEXT_CHARS = 24000
-
-
-def clip(text: str | None, limit: int) -> str:
-    """One line of at most ``limit`` characters (whitespace collapsed, an ellipsis when cut)."""
-    if not text:
-        return ""
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
 
 
 def when(ts: datetime | None) -> str:

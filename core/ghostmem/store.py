@@ -10,8 +10,10 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import math
+import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -20,18 +22,21 @@ from psycopg.types.json import Jsonb
 
 from ghostmem import db
 from ghostmem.embed import Embedder
-from ghostmem.records import CONVERSATIONAL_ROLES, ConversationRecord, MessageRecord
+from ghostmem.records import (
+    CONVERSATIONAL_ROLES,
+    TITLE_CHARS,
+    TITLE_FROM_PLATFORM,
+    TITLE_FROM_SUMMARY,
+    ConversationRecord,
+    MessageRecord,
+    clip,
+)
 from ghostmem.redact import redact
 
 logger = logging.getLogger(__name__)
 
 IGNORE_MARKER = "ghostmem:ignore"
-
-# How sure an importer is of a title (``record.meta["title_rank"]``): a better source replaces a worse one; among
-# equals a platform title or a summary is replaced by a newer one, a first-prompt title never is.
-TITLE_FROM_PROMPT = 1
-TITLE_FROM_SUMMARY = 2
-TITLE_FROM_PLATFORM = 3
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 # Embedding: the model reads ~256 tokens, so longer text is cut before hashing and embedding; tiny texts ("ok")
 # carry no meaning worth a vector.
@@ -70,10 +75,69 @@ def is_ignored(record: ConversationRecord) -> bool:
     return IGNORE_MARKER in (record.title or "") or any(IGNORE_MARKER in m.text for m in record.messages)
 
 
+def _clean(text: str) -> str:
+    """Text Postgres can hold: NUL removed, lone surrogates (JSON may escape them) replaced by U+FFFD."""
+    if "\x00" in text:
+        text = text.replace("\x00", "")
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            text = _SURROGATE.sub("\ufffd", text)
+    return text
+
+
+def scrub(text: str) -> str:
+    """What is stored or embedded of a text: cleaned for Postgres, then redacted (:func:`ghostmem.redact.redact`)."""
+    return redact(_clean(text))
+
+
+def _scrub_json(value: Any) -> Any:
+    """A JSON value with every string in it (keys too) scrubbed, and numbers JSON cannot hold (NaN, ±inf) nulled."""
+    if isinstance(value, str):
+        return scrub(value)
+    if isinstance(value, dict):
+        return {scrub(str(k)): _scrub_json(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_scrub_json(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if value is None or isinstance(value, bool | int | float):
+        return value
+    return scrub(str(value))
+
+
+def _scrubbed(record: ConversationRecord) -> ConversationRecord:
+    """The record as it may be stored: the one pass that cleans and redacts every text of it (title, project,
+    source, meta, and per message its text, bounded, speaker and meta); ids are only cleaned (they are its
+    identity)."""
+    messages = [
+        replace(
+            m,
+            native_id=_clean(m.native_id),
+            text=scrub(_bounded(m)),
+            raw_role=_clean(m.raw_role) if m.raw_role is not None else None,
+            speaker=scrub(m.speaker) if m.speaker is not None else None,
+            meta=_scrub_json(m.meta),
+        )
+        for m in record.messages
+    ]
+    title = clip(record.title, TITLE_CHARS)
+    return replace(
+        record,
+        conv_id=_clean(record.conv_id),
+        messages=messages,
+        title=scrub(title) if title else None,
+        project=scrub(record.project) if record.project else None,
+        parent_conv_id=_clean(record.parent_conv_id) if record.parent_conv_id else None,
+        source=scrub(record.source) if record.source else None,
+        meta=_scrub_json(record.meta),
+    )
+
+
 def _bounded(msg: MessageRecord) -> str:
     limit = MAX_TEXT_CHARS if msg.role in CONVERSATIONAL_ROLES else MAX_TOOL_TEXT_CHARS
-    text = msg.text.replace("\x00", "")  # Postgres text cannot hold NUL
-    return text if len(text) <= limit else text[:limit]
+    return msg.text if len(msg.text) <= limit else msg.text[:limit]
 
 
 def _fingerprint(record: ConversationRecord) -> str:
@@ -128,6 +192,7 @@ def save_conversation(
     """
     if is_ignored(record):
         return SaveResult(skipped="ignored")
+    record = _scrubbed(record)
     key = (owner, tier, record.conv_id)
     # Two imports of the same conversation at once take turns here, so neither duplicates nor interleaves.
     conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", ("\x1f".join(key),))
@@ -165,7 +230,7 @@ def _upsert_conversation(
     messages are known to be stored as they are and need not be upserted again.
     """
     marks = {"fingerprint": fingerprint} if fingerprint else {}
-    title = redact(" ".join(record.title.replace("\x00", "").split())) if record.title else None
+    title = record.title
     rank = int(record.meta.get("title_rank", TITLE_FROM_PLATFORM if title else 0))
     old = conn.execute(
         "SELECT title, project, parent_conv_id, started_at, ended_at, source, meta FROM ghostmem.conversations"
@@ -237,7 +302,7 @@ def _upsert_messages(
             (owner, tier, record.conv_id),
         ).fetchone()
         base = int(row[0]) if row else 0
-    texts = [redact(_bounded(m)) for m in messages]
+    texts = [m.text for m in messages]
     conflict = (
         "DO NOTHING"
         if append

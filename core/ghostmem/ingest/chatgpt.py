@@ -1,9 +1,9 @@
 """ChatGPT data exports (FORMATS.md §2): ``conversations.json`` (alone or in the export zip).
 
 The file is one JSON array, often hundreds of MB on one line, so it is streamed conversation by conversation
-(ijson): memory stays bounded by the largest single conversation. Only the current branch is kept (``current_node``
-up to the root; the newest leaf when ``current_node`` is missing), hidden and empty messages are dropped, and
-citation markers are stripped from the text.
+(:func:`~ghostmem.ingest.reading.read_document`): memory stays bounded by the largest single conversation. Only the
+current branch is kept (``current_node`` up to the root; the newest leaf when ``current_node`` is missing), hidden
+and empty messages are dropped, and citation markers are stripped from the text.
 """
 
 from __future__ import annotations
@@ -13,104 +13,126 @@ from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
-import ijson
-
-from ghostmem.ingest.common import Item, Parsed, Problem, dumps, make_title, parse_time
+from ghostmem.ingest.common import SHAPE_ERRORS, Item, Problem, dumps, finish, parse_time, shape_problem
+from ghostmem.ingest.reading import read_document
 from ghostmem.ingest.sources import Source
-from ghostmem.records import ConversationRecord, MessageRecord, Role
-from ghostmem.store import TITLE_FROM_PLATFORM, TITLE_FROM_PROMPT
+from ghostmem.records import TITLE_FROM_PLATFORM, MessageRecord, Role
 
 # 【3:0†source】 (2023/24) and U+E200 … U+E201 cite blocks (2025); U+E203/U+E204 only mark spans (text kept).
 _CITATIONS = re.compile("【[^】]*†[^】]*】|\ue200[^\ue201]*\ue201|[\ue203\ue204]")
 _SKIP_CONTENT = frozenset({"user_editable_context", "model_editable_context"})
+_ROLES: dict[str, Role] = {"user": "user", "assistant": "assistant", "system": "system", "tool": "tool"}
 
 
 def parse(source: Source, state: dict[str, Any]) -> Iterator[Item]:
     with source.open() as fh:
-        start = fh.read(4096).lstrip()[:1]
-        fh.seek(0)
-        try:
-            for index, conv in enumerate(ijson.items(fh, "item" if start == b"[" else "", use_float=True)):
-                if not isinstance(conv, dict) or not isinstance(conv.get("mapping"), dict):
-                    yield Problem(source.label, 0, f"conversation #{index}: no mapping; skipped")
-                    continue
-                yield from _conversation(conv, source, index)
-        except (ijson.JSONError, ijson.IncompleteJSONError, UnicodeDecodeError) as exc:
-            yield Problem(source.label, 0, f"malformed JSON ({exc}); conversations before it were imported")
+        for record in read_document(fh):
+            where = f"conversation #{record.index}: "
+            if record.warning is not None:
+                yield Problem(source.label, record.number, where + record.warning)
+            conv = record.value
+            if record.error is not None:
+                yield Problem(source.label, record.number, where + record.error)
+            elif not isinstance(conv, dict) or not isinstance(conv.get("mapping"), dict):
+                yield Problem(source.label, record.number, f"{where}no mapping; skipped")
+            else:
+                try:
+                    yield from _conversation(conv, source, record.number, where)
+                except SHAPE_ERRORS as exc:
+                    yield shape_problem(source.label, record.number, exc, where)
 
 
-def current_branch(mapping: dict[str, Any], current: str | None) -> list[dict[str, Any]]:
-    """The displayed thread: ``current`` (else the newest leaf) up to the root, root first; cycles are cut."""
-    if current not in mapping:
-        leaves = [n for n in mapping.values() if isinstance(n, dict) and not n.get("children")]
-        current = max(leaves, key=lambda n: (n.get("message") or {}).get("create_time") or 0, default={}).get(
-            "id"
-        )
+def current_branch(mapping: dict[str, Any], current: Any) -> list[dict[str, Any]]:
+    """The displayed thread: ``current`` (else the newest leaf) up to the root, root first; cycles are cut.
+
+    Nodes that are not objects end the thread where they stand.
+    """
+    nodes = {key: node for key, node in mapping.items() if isinstance(node, dict)}
+    if not isinstance(current, str) or current not in nodes:
+        leaves = [n for n in nodes.values() if not n.get("children")]
+        current = max(leaves, key=_created, default={}).get("id")
     path: list[dict[str, Any]] = []
     seen: set[str] = set()
-    while current in mapping and current not in seen:
+    while isinstance(current, str) and current in nodes and current not in seen:
         seen.add(current)
-        node = mapping[current]
+        node = nodes[current]
         path.append(node)
         current = node.get("parent")
     return path[::-1]
 
 
-def _conversation(conv: dict[str, Any], source: Source, index: int) -> Iterator[Item]:
+def _created(node: dict[str, Any]) -> float:
+    msg = node.get("message")
+    value = msg.get("create_time") if isinstance(msg, dict) else None
+    return float(value) if isinstance(value, int | float) else 0.0
+
+
+def _conversation(conv: dict[str, Any], source: Source, line: int, where: str) -> Iterator[Item]:
     conv_id = conv.get("conversation_id") or conv.get("id")
-    if not conv_id:
-        yield Problem(source.label, 0, f"conversation #{index}: no id; skipped")
+    if not isinstance(conv_id, str | int) or conv_id == "":
+        yield Problem(source.label, line, f"{where}no id; skipped")
         return
+    odd = sum(1 for node in conv["mapping"].values() if not isinstance(node, dict))
+    if odd:
+        yield Problem(source.label, line, f"{where}{odd} nodes of its mapping are not objects; skipped")
     messages: list[MessageRecord] = []
     last_ts: datetime | None = None
     for node in current_branch(conv["mapping"], conv.get("current_node")):
-        msg = node.get("message")
-        if not isinstance(msg, dict):
-            continue
-        meta = msg.get("metadata") or {}
-        content = msg.get("content") or {}
-        if meta.get("is_visually_hidden_from_conversation") or content.get("content_type") in _SKIP_CONTENT:
-            continue
-        author = msg.get("author") or {}
-        raw = str(author.get("role") or "")
-        text = _text(content)
-        if raw == "assistant":  # in tool output 【0†Title】 is a link label, in answers a citation marker
-            text = _CITATIONS.sub("", text)
-        text = text.strip()
-        if not text:
-            continue
-        ts = parse_time(msg.get("create_time")) or last_ts
-        last_ts = ts or last_ts
-        role: Role = {"user": "user", "assistant": "assistant", "system": "system", "tool": "tool"}.get(
-            raw, "meta"
-        )  # type: ignore[assignment]
-        if role == "assistant" and msg.get("recipient") not in (None, "all"):
-            role = "tool_call"
-        messages.append(
-            MessageRecord(str(msg.get("id") or node.get("id")), role, text, ts, raw, speaker=author.get("name"),
-                          meta={k: v for k, v in (("model", meta.get("model_slug")),
-                                                  ("recipient", msg.get("recipient"))) if v not in (None, "all")})
-        )  # fmt: skip
-    title = conv.get("title") if isinstance(conv.get("title"), str) and conv["title"].strip() else None
-    rank = TITLE_FROM_PLATFORM
-    if title is None or title == "New chat":
-        title, rank = next((m.text for m in messages if m.role == "user"), title), TITLE_FROM_PROMPT
-    project = None
+        msg = _message(node, last_ts)
+        if msg is not None:
+            messages.append(msg)
+            last_ts = msg.ts or last_ts
+    title = conv.get("title")
     template = conv.get("conversation_template_id") or conv.get("gizmo_id")
-    if conv.get("gizmo_type") == "snorlax" or (isinstance(template, str) and template.startswith("g-p-")):
-        project = template
-    yield Parsed(
-        ConversationRecord(
-            conv_id=str(conv_id),
-            platform="chatgpt",
-            messages=messages,
-            title=make_title(title),
-            project=project,
-            started_at=parse_time(conv.get("create_time")),
-            ended_at=parse_time(conv.get("update_time")),
-            source=source.label,
-            meta={"title_rank": rank, **({"gizmo_id": conv["gizmo_id"]} if conv.get("gizmo_id") else {})},
-        )
+    is_project = conv.get("gizmo_type") == "snorlax" or (
+        isinstance(template, str) and template.startswith("g-p-")
+    )
+    parsed = finish(
+        conv_id=str(conv_id),
+        platform="chatgpt",
+        messages=messages,
+        source=source.label,
+        title=None if title == "New chat" else title,
+        title_rank=TITLE_FROM_PLATFORM,
+        project=str(template) if is_project else None,
+        started_at=parse_time(conv.get("create_time")),
+        ended_at=parse_time(conv.get("update_time")),
+        meta={"gizmo_id": conv["gizmo_id"]} if conv.get("gizmo_id") else {},
+    )
+    if parsed is not None:
+        yield parsed
+
+
+def _message(node: dict[str, Any], last_ts: datetime | None) -> MessageRecord | None:
+    """The message of one node of the thread, or None for a hidden, empty or missing one."""
+    msg = node.get("message")
+    if not isinstance(msg, dict):
+        return None
+    meta = msg.get("metadata") or {}
+    content = msg.get("content") or {}
+    if meta.get("is_visually_hidden_from_conversation") or content.get("content_type") in _SKIP_CONTENT:
+        return None
+    author = msg.get("author") or {}
+    raw = str(author.get("role") or "")
+    name = author.get("name")
+    text = _text(content)
+    if raw == "assistant":  # in tool output 【0†Title】 is a link label, in answers a citation marker
+        text = _CITATIONS.sub("", text)
+    text = text.strip()
+    if not text:
+        return None
+    role = _ROLES.get(raw, "meta")
+    if role == "assistant" and msg.get("recipient") not in (None, "all"):
+        role = "tool_call"
+    extra = {"model": meta.get("model_slug"), "recipient": msg.get("recipient")}
+    return MessageRecord(
+        native_id=str(msg.get("id") or node.get("id")),
+        role=role,
+        text=text,
+        ts=parse_time(msg.get("create_time")) or last_ts,
+        raw_role=raw,
+        speaker=name if isinstance(name, str) else None,
+        meta={k: v for k, v in extra.items() if v not in (None, "all")},
     )
 
 

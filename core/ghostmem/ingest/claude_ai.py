@@ -15,11 +15,19 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import ijson
-
-from ghostmem.ingest.common import Item, Parsed, Problem, dumps, normalise_role, parse_time, platform_title
-from ghostmem.ingest.sources import Source
-from ghostmem.records import ConversationRecord, MessageRecord
+from ghostmem.ingest.common import (
+    SHAPE_ERRORS,
+    Item,
+    Problem,
+    dumps,
+    finish,
+    normalise_role,
+    parse_time,
+    shape_problem,
+)
+from ghostmem.ingest.reading import MAX_RECORD_BYTES, read_document
+from ghostmem.ingest.sources import Source, open_regular, zip_member_problem
+from ghostmem.records import MessageRecord
 
 ROOT_PARENT = "00000000-0000-4000-8000-000000000000"
 
@@ -27,39 +35,53 @@ ROOT_PARENT = "00000000-0000-4000-8000-000000000000"
 def parse(source: Source, state: dict[str, Any]) -> Iterator[Item]:
     projects = _project_names(source)
     with source.open() as fh:
-        start = fh.read(4096).lstrip()[:1]
-        fh.seek(0)
-        try:
-            for index, conv in enumerate(ijson.items(fh, "item" if start == b"[" else "", use_float=True)):
-                if not isinstance(conv, dict) or not conv.get("uuid"):
-                    yield Problem(source.label, 0, f"conversation #{index}: no uuid; skipped")
-                    continue
-                yield _conversation(conv, source, projects)
-        except (ijson.JSONError, ijson.IncompleteJSONError, UnicodeDecodeError) as exc:
-            yield Problem(source.label, 0, f"malformed JSON ({exc}); conversations before it were imported")
+        for record in read_document(fh):
+            where = f"conversation #{record.index}: "
+            if record.warning is not None:
+                yield Problem(source.label, record.number, where + record.warning)
+            conv = record.value
+            if record.error is not None:
+                yield Problem(source.label, record.number, where + record.error)
+            elif (
+                not isinstance(conv, dict)
+                or not isinstance(conv.get("uuid"), str | int)
+                or conv["uuid"] == ""
+            ):
+                yield Problem(source.label, record.number, f"{where}no uuid; skipped")
+            else:
+                try:
+                    yield from _conversation(conv, source, projects, record.number, where)
+                except SHAPE_ERRORS as exc:
+                    yield shape_problem(source.label, record.number, exc, where)
 
 
 def _project_names(source: Source) -> dict[str, str]:
+    """Project uuid → name from the export's ``projects.json`` (read only when it is a plain, bounded file)."""
     try:
         if source.member is not None:
             name = str(Path(source.member).with_name("projects.json"))
-            with zipfile.ZipFile(source.path) as zf:
-                if name not in zf.namelist():
+            with zipfile.ZipFile(open_regular(source.path)) as zf:
+                if name not in zf.namelist() or zip_member_problem(zf.getinfo(name)):
                     return {}
-                data = json.loads(zf.read(name).decode("utf-8", errors="replace"))
+                with zf.open(name) as fh:
+                    raw = fh.read(MAX_RECORD_BYTES + 1)
         else:
             path = source.path.with_name("projects.json")
             if not path.exists():
                 return {}
-            data = json.loads(path.read_bytes().decode("utf-8", errors="replace"))
-    except (OSError, ValueError, zipfile.BadZipFile):
+            with open_regular(path) as fh:
+                raw = fh.read(MAX_RECORD_BYTES + 1)
+        if len(raw) > MAX_RECORD_BYTES:
+            return {}
+        data = json.loads(raw.decode("utf-8", errors="replace"))
+    except (OSError, ValueError, RecursionError, zipfile.BadZipFile):
         return {}
     if not isinstance(data, list):
         return {}
     return {
         str(p["uuid"]): str(p["name"])
         for p in data
-        if isinstance(p, dict) and p.get("uuid") and p.get("name")
+        if isinstance(p, dict) and p.get("uuid") and isinstance(p.get("name"), str)
     }
 
 
@@ -69,7 +91,7 @@ def ordered_messages(conv: dict[str, Any]) -> list[dict[str, Any]]:
     by_id = {str(m.get("uuid")): m for m in raw}
     if any(m.get("parent_message_uuid") for m in raw):
         leaf = conv.get("current_leaf_message_uuid")
-        if leaf not in by_id:
+        if not isinstance(leaf, str) or leaf not in by_id:
             parents = {str(m.get("parent_message_uuid")) for m in raw}
             leaves = [m for m in raw if str(m.get("uuid")) not in parents] or raw
             leaf = str(max(leaves, key=lambda m: str(m.get("created_at") or "")).get("uuid"))
@@ -79,40 +101,53 @@ def ordered_messages(conv: dict[str, Any]) -> list[dict[str, Any]]:
         while current in by_id and current not in seen and current != ROOT_PARENT:
             seen.add(current)
             chain.append(by_id[current])
-            current = by_id[current].get("parent_message_uuid")
+            parent = by_id[current].get("parent_message_uuid")
+            current = None if parent is None else str(parent)
         return chain[::-1]
     indexed = list(enumerate(raw))
     indexed.sort(key=lambda p: (str(p[1].get("created_at") or ""), p[1].get("sender") != "human", p[0]))
     return [m for _, m in indexed]
 
 
-def _conversation(conv: dict[str, Any], source: Source, projects: dict[str, str]) -> Parsed:
+def _conversation(
+    conv: dict[str, Any], source: Source, projects: dict[str, str], line: int, where: str
+) -> Iterator[Item]:
+    listed = conv.get("chat_messages")
+    if not isinstance(listed, list | None):
+        yield Problem(source.label, line, f"{where}chat_messages is not a list; skipped")
+        return
+    odd = sum(1 for m in listed or [] if not isinstance(m, dict))
+    if odd:
+        yield Problem(source.label, line, f"{where}{odd} of its messages are not objects; skipped")
     messages: list[MessageRecord] = []
     for msg in ordered_messages(conv):
         text = _text(msg)
         if not text.strip():
             continue  # hollow messages occur
         sender = str(msg.get("sender") or "")
-        role = normalise_role(sender) or "meta"
         messages.append(
-            MessageRecord(str(msg.get("uuid")), role, text, parse_time(msg.get("created_at")), sender)
+            MessageRecord(
+                native_id=str(msg.get("uuid")),
+                role=normalise_role(sender) or "meta",
+                text=text,
+                ts=parse_time(msg.get("created_at")),
+                raw_role=sender,
+            )
         )
-    title, rank = platform_title(conv.get("name"), messages)
-    times = [m.ts for m in messages if m.ts]
     project_id = conv.get("project_uuid")
-    return Parsed(
-        ConversationRecord(
-            conv_id=str(conv["uuid"]),
-            platform="claude_ai",
-            messages=messages,
-            title=title,
-            project=projects.get(str(project_id), str(project_id)) if project_id else None,
-            started_at=parse_time(conv.get("created_at")) or (min(times) if times else None),
-            ended_at=parse_time(conv.get("updated_at")) or (max(times) if times else None),
-            source=source.label,
-            meta={"title_rank": rank, **({"project_uuid": project_id} if project_id else {})},
-        )
+    parsed = finish(
+        conv_id=str(conv["uuid"]),
+        platform="claude_ai",
+        messages=messages,
+        source=source.label,
+        title=conv.get("name"),
+        project=projects.get(str(project_id), str(project_id)) if project_id else None,
+        started_at=parse_time(conv.get("created_at")),
+        ended_at=parse_time(conv.get("updated_at")),
+        meta={"project_uuid": project_id} if project_id else {},
     )
+    if parsed is not None:
+        yield parsed
 
 
 def _text(msg: dict[str, Any]) -> str:

@@ -1,4 +1,4 @@
-"""What every importer shares: the items a parser yields, time and role normalisation, titles, line reading."""
+"""What every importer shares: the items a parser yields, time and role normalisation, titles, finishing a record."""
 
 from __future__ import annotations
 
@@ -9,11 +9,20 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import IO, Any
 
-from ghostmem.records import ConversationRecord, MessageRecord, Role
-from ghostmem.render import clip
-from ghostmem.store import TITLE_FROM_PLATFORM, TITLE_FROM_PROMPT
+from ghostmem.ingest.reading import Record, read_lines
+from ghostmem.records import (
+    TITLE_CHARS,
+    TITLE_FROM_PLATFORM,
+    TITLE_FROM_PROMPT,
+    ConversationRecord,
+    MessageRecord,
+    Platform,
+    Role,
+    clip,
+)
 
-TITLE_CHARS = 200
+# What a record of valid JSON in a shape its parser did not foresee raises while it is read: caught per record.
+SHAPE_ERRORS = (AttributeError, TypeError, KeyError, ValueError, IndexError)
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,9 +97,9 @@ _ROLES: dict[str, Role] = {
 }
 
 
-def normalise_role(raw: str | None) -> Role | None:
-    """One of ghostmem's roles for a platform's role name, or None when it is unknown."""
-    return _ROLES.get((raw or "").strip().lower())
+def normalise_role(raw: Any) -> Role | None:
+    """One of ghostmem's roles for a platform's role name, or None when it is unknown (or not text)."""
+    return _ROLES.get(raw.strip().lower()) if isinstance(raw, str) else None
 
 
 def make_title(text: str | None) -> str | None:
@@ -102,16 +111,6 @@ def make_title(text: str | None) -> str | None:
 def prompt_title(messages: Sequence[MessageRecord]) -> str | None:
     """The title of a conversation its platform did not name: its first user message, as :func:`make_title`."""
     return make_title(next((m.text for m in messages if m.role == "user"), None))
-
-
-def platform_title(name: Any, messages: Sequence[MessageRecord]) -> tuple[str | None, int]:
-    """A conversation's title and its rank (``ghostmem.store.TITLE_FROM_*``).
-
-    The platform's own ``name`` (as :func:`make_title`) when it is text that is not blank, else the first prompt.
-    """
-    if isinstance(name, str) and name.strip():
-        return make_title(name), TITLE_FROM_PLATFORM
-    return prompt_title(messages), TITLE_FROM_PROMPT
 
 
 def text_of(value: Any) -> str:
@@ -131,58 +130,64 @@ def dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
-@dataclass(slots=True)
-class Line:
-    number: int  # 1-based line number in the file
-    end: int  # byte offset just after this line
-    value: Any = None  # the decoded JSON value, when it decoded
-    error: str | None = None
-    partial: bool = False  # the last line, still without its newline: not consumed, read again next time
-
-    def consume(self, state: dict[str, Any]) -> None:
-        """Record in a parser's state that the file was read up to and including this line."""
-        if not self.partial:
-            state["offset"], state["line"] = self.end, self.number
-
-
-def read_jsonl(fh: IO[bytes], path: str, *, offset: int = 0, first_line: int = 1) -> Iterator[Line]:
-    """JSON lines from ``offset`` on; a final line without a newline comes as a ``partial`` error (retried later).
-
-    Bytes that are not UTF-8 are replaced rather than failing the line; a line that is not JSON is yielded with
-    its error so the caller reports it and goes on.
-    """
-    fh.seek(offset)
-    number = first_line - 1
-    pos = offset
-    for raw in fh:
-        if not raw.endswith(b"\n"):  # a live session is still writing it, or the file was cut short
-            if raw.strip():
-                yield Line(
-                    number + 1,
-                    pos,
-                    error="incomplete last line; read again once it is complete",
-                    partial=True,
-                )
-            return
-        number += 1
-        pos += len(raw)
-        stripped = raw.strip()
-        if not stripped:
-            continue
-        text = stripped.decode("utf-8", errors="replace")
-        try:
-            yield Line(number, pos, json.loads(text))
-        except json.JSONDecodeError as exc:
-            yield Line(number, pos, error=f"malformed JSON ({exc.msg})")
-
-
-def resume_jsonl(fh: IO[bytes], path: str, state: dict[str, Any]) -> Iterator[Line | Problem]:
+def resume_jsonl(fh: IO[bytes], path: str, state: dict[str, Any]) -> Iterator[Record | Problem]:
     """The JSON lines of an append-only file after those its parser's ``state`` records as read.
 
     Each line is recorded in ``state`` (``offset``, ``line``) as it comes; a line that could not be read comes as
-    its :class:`Problem`.
+    its :class:`Problem` (so the file's state moves past it and the next run does not meet it again), a line that
+    was repaired as its :class:`Problem` followed by the line.
     """
     first_line = int(state.get("line", 0)) + 1
-    for line in read_jsonl(fh, path, offset=int(state.get("offset", 0)), first_line=first_line):
+    for line in read_lines(fh, offset=int(state.get("offset", 0)), first_line=first_line):
         line.consume(state)
+        if line.warning is not None:
+            yield Problem(path, line.number, line.warning)
         yield line if line.error is None else Problem(path, line.number, line.error)
+
+
+def shape_problem(path: str, line: int, exc: Exception, what: str = "") -> Problem:
+    """The problem of a record whose JSON is valid but not shaped as its platform writes it (it is skipped)."""
+    return Problem(path, line, f"{what}unexpected shape ({type(exc).__name__}: {exc}); skipped")
+
+
+def finish(
+    *,
+    conv_id: str,
+    platform: Platform,
+    messages: list[MessageRecord],
+    source: str | None,
+    title: Any = None,
+    title_rank: int = TITLE_FROM_PLATFORM,
+    project: str | None = None,
+    started_at: datetime | None = None,
+    ended_at: datetime | None = None,
+    parent_conv_id: str | None = None,
+    meta: dict[str, Any] | None = None,
+    append: bool = False,
+    line_ids: list[str] | None = None,
+) -> Parsed | None:
+    """A conversation read whole, or None when it has no message (nothing to store: no empty conversations).
+
+    ``title`` is the platform's own (at ``title_rank``) when it is text that is not blank, else the first prompt
+    is; the span defaults to the first and last message time.
+    """
+    if not messages:
+        return None
+    if isinstance(title, str) and title.strip():
+        made, rank = make_title(title), title_rank
+    else:
+        made, rank = prompt_title(messages), TITLE_FROM_PROMPT
+    times = [m.ts for m in messages if m.ts]
+    record = ConversationRecord(
+        conv_id=conv_id,
+        platform=platform,
+        messages=messages,
+        title=made,
+        project=project if isinstance(project, str) and project else None,
+        started_at=started_at or (min(times) if times else None),
+        ended_at=ended_at or (max(times) if times else None),
+        parent_conv_id=parent_conv_id,
+        source=source,
+        meta={**(meta or {}), "title_rank": rank},
+    )
+    return Parsed(record, append=append, line_ids=line_ids or [])

@@ -18,9 +18,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
-from ghostmem.ingest.common import Item, Parsed, Problem, parse_time, platform_title
+from ghostmem.ingest.common import SHAPE_ERRORS, Item, Parsed, Problem, finish, parse_time, shape_problem
+from ghostmem.ingest.reading import decode
 from ghostmem.ingest.sources import Source
-from ghostmem.records import ConversationRecord, MessageRecord, Role
+from ghostmem.records import MessageRecord, Role
 
 LEGACY_CHAT_KEY = "workbench.panel.aichat.view.aichat.chatdata"
 COMPOSER_INDEX_KEY = "composer.composerData"
@@ -60,12 +61,12 @@ class _CopiedDatabase:
 
 
 def _json(value: Any) -> Any:
-    if isinstance(value, bytes):
-        value = value.decode("utf-8", errors="replace")
-    try:
-        return json.loads(value) if isinstance(value, str) else None
-    except json.JSONDecodeError:
+    """A stored JSON value, within the readers' size and depth limits; None when it is not one."""
+    raw = value.encode("utf-8", errors="replace") if isinstance(value, str) else value
+    if not isinstance(raw, bytes):
         return None
+    decoded, error, _ = decode(raw)
+    return decoded if error is None else None
 
 
 def _folder_of(workspace_dir: Path) -> str | None:
@@ -96,7 +97,7 @@ def _workspace_folders(global_db: Path) -> dict[str, str]:
                 row = db.execute(
                     "SELECT value FROM ItemTable WHERE key = ?", (COMPOSER_INDEX_KEY,)
                 ).fetchone()
-        except sqlite3.Error:
+        except (sqlite3.Error, OSError):
             continue
         index = _json(row[0]) if row else None
         for composer in (index or {}).get("allComposers") or []:
@@ -112,38 +113,45 @@ def _composers(db: sqlite3.Connection, source: Source, folders: dict[str, str]) 
         if not isinstance(data, dict):
             yield Problem(source.label, 0, f"{key}: not JSON; skipped")
             continue
-        composer_id = str(data.get("composerId") or key.split(":", 1)[1])
-        bubbles: list[dict[str, Any]] = []
-        for header in data.get("fullConversationHeadersOnly") or []:
-            if not isinstance(header, dict) or not header.get("bubbleId"):
-                continue
-            row = db.execute(
-                "SELECT value FROM cursorDiskKV WHERE key = ?",
-                (f"bubbleId:{composer_id}:{header['bubbleId']}",),
-            ).fetchone()
-            bubble = _json(row[0]) if row else None
-            if isinstance(bubble, dict):
-                bubbles.append({"type": header.get("type"), **bubble})
-        if not bubbles:
-            bubbles = [b for b in data.get("conversation") or [] if isinstance(b, dict)]
-        started = parse_time(data.get("createdAt"))
-        messages = []
-        for index, bubble in enumerate(bubbles):
-            role: Role = "user" if bubble.get("type") in (1, "user") else "assistant"
-            native = str(bubble.get("bubbleId") or index)
-            ts = parse_time(bubble.get("createdAt")) or started
-            thinking = bubble.get("thinking")
-            if isinstance(thinking, dict) and str(thinking.get("text") or "").strip():
-                messages.append(
-                    MessageRecord(f"{native}#thinking", "thinking", thinking["text"], ts, "thinking")
-                )
-            text = str(bubble.get("text") or "")
-            if text.strip():
-                messages.append(MessageRecord(native, role, text, ts, str(bubble.get("type"))))
-        if not messages:
-            continue  # an empty composer tab
-        yield _parsed(composer_id, data.get("name"), messages, folders.get(composer_id), started,
-                      parse_time(data.get("lastUpdatedAt")), source)  # fmt: skip
+        try:
+            yield from _composer(db, source, str(key), data, folders)
+        except SHAPE_ERRORS as exc:
+            yield shape_problem(source.label, 0, exc, f"{key}: ")
+
+
+def _composer(
+    db: sqlite3.Connection, source: Source, key: str, data: dict[str, Any], folders: dict[str, str]
+) -> Iterator[Item]:
+    composer_id = str(data.get("composerId") or key.split(":", 1)[1])
+    bubbles: list[dict[str, Any]] = []
+    for header in data.get("fullConversationHeadersOnly") or []:
+        if not isinstance(header, dict) or not header.get("bubbleId"):
+            continue
+        row = db.execute(
+            "SELECT value FROM cursorDiskKV WHERE key = ?",
+            (f"bubbleId:{composer_id}:{header['bubbleId']}",),
+        ).fetchone()
+        bubble = _json(row[0]) if row else None
+        if isinstance(bubble, dict):
+            bubbles.append({"type": header.get("type"), **bubble})
+    if not bubbles:
+        bubbles = [b for b in data.get("conversation") or [] if isinstance(b, dict)]
+    started = parse_time(data.get("createdAt"))
+    messages = []
+    for index, bubble in enumerate(bubbles):
+        role: Role = "user" if bubble.get("type") in (1, "user") else "assistant"
+        native = str(bubble.get("bubbleId") or index)
+        ts = parse_time(bubble.get("createdAt")) or started
+        thinking = bubble.get("thinking")
+        if isinstance(thinking, dict) and isinstance(thinking.get("text"), str) and thinking["text"].strip():
+            messages.append(MessageRecord(native_id=f"{native}#thinking", role="thinking",
+                                          text=thinking["text"], ts=ts, raw_role="thinking"))  # fmt: skip
+        text = str(bubble.get("text") or "")
+        if text.strip():
+            messages.append(MessageRecord(native_id=native, role=role, text=text, ts=ts,
+                                          raw_role=str(bubble.get("type"))))  # fmt: skip
+    yield from _parsed(composer_id, data.get("name"), messages, folders.get(composer_id), started,
+                  parse_time(data.get("lastUpdatedAt")), source)  # fmt: skip
 
 
 def _legacy_chats(db: sqlite3.Connection, source: Source, folder: str | None) -> Iterator[Item]:
@@ -160,28 +168,17 @@ def _legacy_chats(db: sqlite3.Connection, source: Source, folder: str | None) ->
             text = str(bubble.get("text") or bubble.get("rawText") or "")
             if text.strip():
                 role: Role = "user" if bubble.get("type") == "user" else "assistant"
-                messages.append(
-                    MessageRecord(str(bubble.get("id") or index), role, text, last, str(bubble.get("type")))
-                )
+                messages.append(MessageRecord(native_id=str(bubble.get("id") or index), role=role, text=text,
+                                              ts=last, raw_role=str(bubble.get("type"))))  # fmt: skip
         if messages:
-            yield _parsed(str(tab["tabId"]), tab.get("chatTitle"), messages, folder, last, last, source)
+            yield from _parsed(str(tab["tabId"]), tab.get("chatTitle"), messages, folder, last, last, source)
 
 
 def _parsed(
     conv_id: str, name: Any, messages: list[MessageRecord], project: str | None, started: Any, ended: Any,
     source: Source,
-) -> Parsed:  # fmt: skip
-    title, rank = platform_title(name, messages)
-    return Parsed(
-        ConversationRecord(
-            conv_id=conv_id,
-            platform="cursor",
-            messages=messages,
-            title=title,
-            project=project,
-            started_at=started,
-            ended_at=ended,
-            source=source.label,
-            meta={"title_rank": rank},
-        )
-    )
+) -> Iterator[Parsed]:  # fmt: skip
+    parsed = finish(conv_id=conv_id, platform="cursor", messages=messages, source=source.label, title=name,
+                    project=project, started_at=started, ended_at=ended)  # fmt: skip
+    if parsed is not None:
+        yield parsed

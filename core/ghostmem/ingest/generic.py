@@ -14,20 +14,19 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-import ijson
-
 from ghostmem.ingest.common import (
+    SHAPE_ERRORS,
     Item,
-    Parsed,
     Problem,
+    finish,
     normalise_role,
     parse_time,
-    prompt_title,
     resume_jsonl,
+    shape_problem,
 )
+from ghostmem.ingest.reading import read_document
 from ghostmem.ingest.sources import Source
-from ghostmem.records import ConversationRecord, MessageRecord
-from ghostmem.store import TITLE_FROM_PLATFORM, TITLE_FROM_PROMPT
+from ghostmem.records import MessageRecord
 
 
 def parse(source: Source, state: dict[str, Any]) -> Iterator[Item]:
@@ -37,21 +36,30 @@ def parse(source: Source, state: dict[str, Any]) -> Iterator[Item]:
                 if isinstance(line, Problem):
                     yield line
                 else:
-                    yield from _conversation(line.value, source, line.number)
+                    yield from _guarded(line.value, source, line.number)
             return
-        start = fh.read(4096).lstrip()[:1]
-        fh.seek(0)
-        try:
-            for index, obj in enumerate(ijson.items(fh, "item" if start == b"[" else "", use_float=True)):
-                yield from _conversation(obj, source, 0, f"conversation #{index}: ")
-        except (ijson.JSONError, ijson.IncompleteJSONError, UnicodeDecodeError) as exc:
-            yield Problem(source.label, 0, f"malformed JSON ({exc})")
+        for record in read_document(fh):
+            where = f"conversation #{record.index}: "
+            if record.warning is not None:
+                yield Problem(source.label, record.number, where + record.warning)
+            if record.error is not None:
+                yield Problem(source.label, record.number, where + record.error)
+            else:
+                yield from _guarded(record.value, source, record.number, where)
 
 
-def _conversation(obj: Any, source: Source, line: int, where: str = "") -> Iterator[Item]:
+def _guarded(obj: Any, source: Source, line: int, where: str = "") -> Iterator[Item]:
+    try:
+        yield from _conversation(obj, source, line, where)
+    except SHAPE_ERRORS as exc:
+        yield shape_problem(source.label, line, exc, where)
+
+
+def _conversation(obj: Any, source: Source, line: int, where: str) -> Iterator[Item]:
     if (
         not isinstance(obj, dict)
         or obj.get("conv_id") in (None, "")
+        or isinstance(obj.get("conv_id"), dict | list)
         or not isinstance(obj.get("messages"), list)
     ):
         yield Problem(source.label, line, f"{where}not a conversation (needs conv_id and a messages list)")
@@ -79,21 +87,16 @@ def _conversation(obj: Any, source: Source, line: int, where: str = "") -> Itera
                 meta=raw["meta"] if isinstance(raw.get("meta"), dict) else {},
             )
         )
-    title = obj.get("title") if isinstance(obj.get("title"), str) and obj["title"].strip() else None
-    rank = TITLE_FROM_PLATFORM
-    if title is None:
-        title = prompt_title(messages)
-        rank = TITLE_FROM_PROMPT
-    times = [m.ts for m in messages if m.ts]
-    record = ConversationRecord(
+    parsed = finish(
         conv_id=str(obj["conv_id"]),
         platform="generic",
         messages=messages,
-        title=title,
-        project=str(obj["project"]) if obj.get("project") not in (None, "") else None,
-        started_at=parse_time(obj.get("started_at")) or (min(times) if times else None),
-        ended_at=parse_time(obj.get("ended_at")) or (max(times) if times else None),
         source=source.label,
-        meta={**(obj["meta"] if isinstance(obj.get("meta"), dict) else {}), "title_rank": rank},
+        title=obj.get("title"),
+        project=str(obj["project"]) if obj.get("project") not in (None, "") else None,
+        started_at=parse_time(obj.get("started_at")),
+        ended_at=parse_time(obj.get("ended_at")),
+        meta=obj["meta"] if isinstance(obj.get("meta"), dict) else {},
     )
-    yield Parsed(record)
+    if parsed is not None:
+        yield parsed

@@ -15,9 +15,8 @@ from typing import Any
 from psycopg import sql
 
 from ghostmem import db
-from ghostmem.ingest.common import Item, Parsed, normalise_role, prompt_title, text_of
-from ghostmem.records import ConversationRecord, MessageRecord, Role
-from ghostmem.store import TITLE_FROM_PROMPT
+from ghostmem.ingest.common import Item, Parsed, finish, normalise_role, text_of
+from ghostmem.records import MessageRecord, Role
 
 _TYPES: dict[str, Role] = {
     "human": "user",
@@ -48,36 +47,35 @@ def read_table(dsn: str, table: str, state: dict[str, Any]) -> Iterator[Item]:
         rows: list[tuple[Any, ...]] = []
         for row in cur:
             if row[1] != session and rows:
-                yield _conversation(rows, append=last_id > 0)
+                yield from _conversation(rows, append=last_id > 0)
                 rows = []
             session = row[1]
             rows.append(row)
             state["last_id"] = max(int(state.get("last_id", 0)), int(row[0]))
         if rows:
-            yield _conversation(rows, append=last_id > 0)
+            yield from _conversation(rows, append=last_id > 0)
 
 
-def _conversation(rows: list[tuple[Any, ...]], *, append: bool) -> Parsed:
+def _conversation(rows: list[tuple[Any, ...]], *, append: bool) -> Iterator[Parsed]:
     messages = []
     for row_id, _session, message, created_at in rows:
         message = message if isinstance(message, dict) else {}
         kind = str(message.get("type") or "")
         raw_data = message.get("data")
         data: dict[str, Any] = raw_data if isinstance(raw_data, dict) else {}
-        role: Role = _TYPES.get(kind) or normalise_role(data.get("role")) or "meta"
+        name = data.get("name")
         messages.append(
             MessageRecord(
-                str(row_id), role, text_of(data.get("content")), created_at, kind, speaker=data.get("name")
+                native_id=str(row_id),
+                role=_TYPES.get(kind) or normalise_role(data.get("role")) or "meta",
+                text=text_of(data.get("content")),
+                ts=created_at,
+                raw_role=kind,
+                speaker=name if isinstance(name, str) else None,
             )
         )
-    times = [m.ts for m in messages if m.ts]
-    record = ConversationRecord(
-        conv_id=str(rows[0][1]),
-        platform="langchain",
-        messages=messages,
-        title=prompt_title(messages),
-        started_at=min(times) if times else None,
-        ended_at=max(times) if times else None,
-        meta={"title_rank": TITLE_FROM_PROMPT},
+    parsed = finish(
+        conv_id=str(rows[0][1]), platform="langchain", messages=messages, source=None, append=append
     )
-    return Parsed(record, append=append)
+    if parsed is not None:
+        yield parsed

@@ -28,15 +28,14 @@ from ghostmem.ingest import chatgpt, claude_ai, claude_code, codex, cursor, gemi
 from ghostmem.ingest.common import Item, Parsed, Problem, TitleHint
 from ghostmem.ingest.report import ImportReport
 from ghostmem.ingest.sources import Source, default_locations, iter_sources, stat_of
-from ghostmem.records import TIERS, ConversationRecord
-from ghostmem.redact import redact
+from ghostmem.records import TIERS, TITLE_CHARS, TITLE_FROM_SUMMARY, ConversationRecord, clip
 from ghostmem.store import (
     IGNORE_MARKER,
-    TITLE_FROM_SUMMARY,
     content_hash,
     embed_pending,
     embeddable,
     save_conversation,
+    scrub,
 )
 
 if TYPE_CHECKING:
@@ -273,7 +272,15 @@ def _import_source(
                     done += 1
                     if done % 50 == 0:
                         tick(done)
-        except (OSError, ValueError, KeyError, TypeError, AttributeError, zipfile.BadZipFile) as exc:
+        except (
+            OSError,
+            ValueError,
+            KeyError,
+            TypeError,
+            AttributeError,
+            RecursionError,
+            zipfile.BadZipFile,
+        ) as exc:
             # input no parser foresaw: what was committed stays, the file is reported and read again next time
             logger.exception("cannot import %s", source.label)
             report.files_skipped += 1
@@ -350,7 +357,7 @@ def _title_hint(conn: Connection[Any], owner: str, tier: str, hint: TitleHint) -
     """Remember a summary title for a leaf and give it to the stored conversation that holds the leaf, if any."""
     if IGNORE_MARKER in hint.title:
         return []
-    title = redact(" ".join(hint.title.split()))
+    title = scrub(clip(hint.title, TITLE_CHARS))
     conn.execute(
         """
         INSERT INTO ghostmem.title_hints (owner, tier, leaf_id, title) VALUES (%s, %s, %s, %s)

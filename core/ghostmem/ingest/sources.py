@@ -2,12 +2,15 @@
 
 A :class:`Source` is one readable unit — a file, or one member of an export zip — with the platform its content
 was recognised as. Detection never trusts a file name alone: it reads the first JSON line or the first object.
+Only regular files are opened: a FIFO, device or socket (whatever its name) is skipped with its reason, never read,
+and a zip member is read only when its size is within :data:`MAX_MEMBER_BYTES` and its compression ratio within
+:data:`MAX_ZIP_RATIO` (``zipfile`` never inflates a member past the size its header declares).
 """
 
 from __future__ import annotations
 
-import json
 import os
+import stat
 import zipfile
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
@@ -15,9 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Literal
 
-import ijson
-
 from ghostmem.ingest.common import Problem
+from ghostmem.ingest.reading import MAX_RECORD_BYTES, read_document, read_lines
 
 Kind = Literal["append", "snapshot"]
 SUFFIXES = (".jsonl", ".json", ".zip", ".vscdb")
@@ -36,7 +38,12 @@ CLAUDE_CODE_TYPES = frozenset(
         "progress", "queue-operation", "attachment", "pr-link", "agent-setting", "ai-title", "last-prompt",
     }
 )  # fmt: skip
-_DETECT_EVENTS = 20_000
+_DETECT_RECORDS = 3
+_DETECT_LINES = 50
+_CODEX_ENVELOPES = frozenset({"session_meta", "response_item", "event_msg", "turn_context", "compacted"})
+# Export JSON deflates 5-20x; a member inflating far more than that, or past this size, is a zip bomb.
+MAX_ZIP_RATIO = 100
+MAX_MEMBER_BYTES = 16 << 30
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,7 +58,7 @@ class Source:
 
     def open(self) -> AbstractContextManager[IO[bytes]]:
         if self.member is None:
-            return self.path.open("rb")
+            return open_regular(self.path)
         return _ZipMember(self.path, self.member)
 
     @property
@@ -59,10 +66,57 @@ class Source:
         return f"{self.path}!{self.member}" if self.member else str(self.path)
 
 
+def special_file(st: os.stat_result) -> str | None:
+    """Why a file must not be read (a FIFO would block forever, a device never end), or None for a regular file."""
+    if stat.S_ISREG(st.st_mode):
+        return None
+    for test, kind in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")):  # fmt: skip
+        if test(st.st_mode):
+            return f"{kind}, not a regular file; skipped"
+    return "not a regular file; skipped"
+
+
+def open_regular(path: Path) -> IO[bytes]:
+    """``path`` opened for reading when it is a regular file (checked before opening, and again on what was opened,
+    without blocking: the name may have been swapped for a FIFO in between)."""
+    reason = special_file(path.stat())
+    if reason is not None:
+        raise OSError(f"{path}: {reason}")
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    try:
+        reason = special_file(os.fstat(fd))
+        if reason is not None:
+            raise OSError(f"{path}: {reason}")
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def zip_member_problem(info: zipfile.ZipInfo) -> str | None:
+    """Why a zip member is not inflated (a zip bomb's shape), or None."""
+    if info.file_size > MAX_MEMBER_BYTES:
+        return f"{info.filename} would inflate to {info.file_size >> 20} MB, more than the {MAX_MEMBER_BYTES >> 30} GB limit; skipped"
+    if info.file_size > MAX_RECORD_BYTES and info.file_size > MAX_ZIP_RATIO * max(info.compress_size, 1):
+        return (f"{info.filename} would inflate {info.file_size // max(info.compress_size, 1)}-fold, more than "
+                f"{MAX_ZIP_RATIO}-fold (a zip bomb?); skipped")  # fmt: skip
+    return None
+
+
 class _ZipMember(AbstractContextManager[IO[bytes]]):
     def __init__(self, path: Path, member: str) -> None:
-        self._zip = zipfile.ZipFile(path)
-        self._fh = self._zip.open(member)
+        self._zip = zipfile.ZipFile(open_regular(path))
+        try:
+            reason = zip_member_problem(self._zip.getinfo(member))
+            if reason is not None:
+                raise OSError(reason)
+            self._fh = self._zip.open(member)
+        except BaseException:
+            self._zip.close()
+            raise
 
     def __enter__(self) -> IO[bytes]:
         return self._fh
@@ -139,13 +193,17 @@ def _sources_of(
     explicit: bool,
 ) -> Iterator[Source]:
     try:
+        st = path.stat()
+        reason = special_file(st)
+        if reason is not None:
+            problem(Problem(str(path), 0, reason))
+            return
         if path.suffix == ".zip":
             yield from _zip_sources(path, problem)
             return
-        st = path.stat()
         if unchanged(str(path.resolve()), st.st_size, st.st_mtime_ns):
             return
-        with path.open("rb") as fh:
+        with open_regular(path) as fh:
             platform, kind = detect(fh, path.name)
     except (OSError, zipfile.BadZipFile) as exc:
         problem(Problem(str(path), 0, f"cannot read: {exc}"))
@@ -158,10 +216,14 @@ def _sources_of(
 
 
 def _zip_sources(path: Path, problem: Callable[[Problem], None]) -> Iterator[Source]:
-    with zipfile.ZipFile(path) as zf:
+    with zipfile.ZipFile(open_regular(path)) as zf:
         names = [n for n in zf.namelist() if n.endswith(".json") and Path(n).name.startswith("conversations")]
         found = False
         for name in names:
+            reason = zip_member_problem(zf.getinfo(name))
+            if reason is not None:
+                problem(Problem(str(path), 0, reason))
+                continue
             with zf.open(name) as fh:
                 platform, kind = detect(fh, Path(name).name)
             if platform is not None:
@@ -186,39 +248,49 @@ def detect(fh: IO[bytes], name: str) -> tuple[str | None, Kind]:
 
 
 def _detect_jsonl(fh: IO[bytes]) -> str | None:
-    for _ in range(50):
-        raw = fh.readline()
-        if not raw:
+    """The platform of the first recognisable line among the first 50 (a broken first line hides nothing)."""
+    for count, line in enumerate(read_lines(fh)):
+        if count >= _DETECT_LINES:
             return None
-        if not raw.strip():
-            continue
-        try:
-            obj = json.loads(raw.decode("utf-8", errors="replace"))
-        except json.JSONDecodeError:
-            continue
-        if not isinstance(obj, dict):
-            return None
-        if "conv_id" in obj and "messages" in obj:
-            return "generic"
-        if obj.get("type") in (
-            "session_meta",
-            "response_item",
-            "event_msg",
-            "turn_context",
-            "compacted",
-        ) and ("payload" in obj):
-            return "codex"
-        if "record_type" in obj or ("id" in obj and "instructions" in obj and "type" not in obj):
-            return "codex"
-        if obj.get("type") in CLAUDE_CODE_TYPES:
-            return "claude_code"
+        platform = _platform_of_line(line.value) if line.error is None else None
+        if platform is not None:
+            return platform
+    return None
+
+
+def _platform_of_line(obj: object) -> str | None:
+    if not isinstance(obj, dict):
         return None
+    kind = obj.get("type")
+    if not isinstance(kind, str | None):
+        return None
+    if "conv_id" in obj and "messages" in obj:
+        return "generic"
+    if kind in _CODEX_ENVELOPES and "payload" in obj:
+        return "codex"
+    if "record_type" in obj or ("id" in obj and "instructions" in obj and kind is None):
+        return "codex"
+    if kind in CLAUDE_CODE_TYPES:
+        return "claude_code"
     return None
 
 
 def _detect_json(fh: IO[bytes]) -> str | None:
-    keys = first_object_keys(fh)
-    fh.seek(0)
+    """The platform of the first recognisable object among the first elements (or of the root object)."""
+    try:
+        for count, record in enumerate(read_document(fh, budget=MAX_RECORD_BYTES + (1 << 20))):
+            if isinstance(record.value, dict):
+                platform = _platform_of_keys(set(record.value))
+                if platform is not None:
+                    return platform
+            if count + 1 >= _DETECT_RECORDS:
+                break
+        return None
+    finally:
+        fh.seek(0)
+
+
+def _platform_of_keys(keys: set[str]) -> str | None:
     if {"conv_id", "messages"} <= keys:
         return "generic"
     if "mapping" in keys and ("conversation_id" in keys or "id" in keys):
@@ -228,30 +300,6 @@ def _detect_json(fh: IO[bytes]) -> str | None:
     if {"sessionId", "messages"} <= keys:
         return "gemini"
     return None
-
-
-def first_object_keys(fh: IO[bytes]) -> set[str]:
-    """Top-level keys of the root object, or of the first element of a root array (read lazily)."""
-    keys: set[str] = set()
-    depth_of_object: int | None = None
-    depth = 0
-    try:
-        for count, (_prefix, event, value) in enumerate(ijson.parse(fh)):
-            if event in ("start_map", "start_array"):
-                depth += 1
-                if event == "start_map" and depth_of_object is None:
-                    depth_of_object = depth
-            elif event in ("end_map", "end_array"):
-                if depth == depth_of_object:
-                    break
-                depth -= 1
-            elif event == "map_key" and depth == depth_of_object:
-                keys.add(str(value))
-            if (depth_of_object is None and depth > 1) or count > _DETECT_EVENTS:
-                break
-    except (ijson.JSONError, UnicodeDecodeError, ValueError):
-        pass
-    return keys
 
 
 def stat_of(source: Source) -> tuple[int, int]:
