@@ -6,12 +6,8 @@ import json
 import os
 from pathlib import Path
 
-import pytest
 from ghostmem import GhostMem
-
-from tests.unit.test_ingest_edge_cases import cc, jsonl
-
-pytestmark = pytest.mark.db
+from support.transcripts import cc, jsonl
 
 DEEP = 100_000
 

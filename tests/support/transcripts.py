@@ -37,3 +37,14 @@ def cc(kind: str, uuid: str, parent: str | None, content: Any, ts: str = T0, **e
     role = "assistant" if kind == "assistant" else "user"
     return {"type": kind, "uuid": uuid, "parentUuid": parent, "sessionId": extra.pop("sessionId", "s1"),
             "timestamp": ts, "cwd": extra.pop("cwd", "/repo"), "message": {"role": role, "content": content}, **extra}  # fmt: skip
+
+
+def node(
+    node_id: str, parent: str | None, children: list[str], role: str | None, text: str = "", **msg: Any
+) -> dict[str, Any]:
+    message = None
+    if role is not None:
+        message = {"id": node_id, "author": {"role": role}, "create_time": msg.pop("t", 1700000000.0),
+                   "content": {"content_type": "text", "parts": [text]}, "recipient": msg.pop("recipient", "all"),
+                   "metadata": msg.pop("metadata", {})}  # fmt: skip
+    return {"id": node_id, "parent": parent, "children": children, "message": message}

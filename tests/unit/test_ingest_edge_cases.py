@@ -9,7 +9,7 @@ from typing import Any
 
 from ghostmem.ingest.common import Parsed, Problem, TitleHint, parse_time
 from ghostmem.records import ConversationRecord
-from support.transcripts import T0, cc, jsonl, parse_path, records
+from support.transcripts import T0, cc, jsonl, node, parse_path, records
 
 
 def only(path: Path) -> ConversationRecord:
@@ -110,17 +110,6 @@ def test_api_errors_and_images_are_not_prompts(tmp_path: Path) -> None:
 
 
 # -- ChatGPT --------------------------------------------------------------------------------------------------------
-
-
-def node(
-    node_id: str, parent: str | None, children: list[str], role: str | None, text: str = "", **msg: Any
-) -> dict[str, Any]:
-    message = None
-    if role is not None:
-        message = {"id": node_id, "author": {"role": role}, "create_time": msg.pop("t", 1700000000.0),
-                   "content": {"content_type": "text", "parts": [text]}, "recipient": msg.pop("recipient", "all"),
-                   "metadata": msg.pop("metadata", {})}  # fmt: skip
-    return {"id": node_id, "parent": parent, "children": children, "message": message}
 
 
 def test_chatgpt_dangling_current_node_citations_and_projects(tmp_path: Path) -> None:

@@ -17,9 +17,7 @@ from ghostmem.records import CONVERSATIONAL_ROLES, ConversationRecord
 from ghostmem.store import _scrubbed
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from tests.unit.test_ingest_edge_cases import cc, node
-from tests.unit.test_ingest_formats import parse_path
+from support.transcripts import cc, node, parse_path
 
 KEPT = "kept-7f3c9a"  # the valid record's text: no mutation produces it
 ROLES = {"user", "assistant", "system", "tool", "tool_call", "thinking", "meta"}

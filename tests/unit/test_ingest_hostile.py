@@ -21,9 +21,7 @@ import pytest
 from ghostmem.ingest import reading
 from ghostmem.ingest.common import Parsed, Problem
 from ghostmem.ingest.sources import iter_sources
-
-from tests.unit.test_ingest_edge_cases import cc, jsonl, node
-from tests.unit.test_ingest_formats import parse_path, records
+from support.transcripts import cc, jsonl, node, parse_path, records
 
 DEEP = 100_000
 
