@@ -13,8 +13,7 @@ from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
-from ghostmem.ingest.common import SHAPE_ERRORS, Item, Problem, dumps, finish, parse_time, shape_problem
-from ghostmem.ingest.reading import read_document
+from ghostmem.ingest.common import Item, Problem, dumps, finish, parse_time, read_records
 from ghostmem.ingest.sources import Source
 from ghostmem.records import TITLE_FROM_PLATFORM, MessageRecord, Role
 
@@ -26,20 +25,9 @@ _ROLES: dict[str, Role] = {"user": "user", "assistant": "assistant", "system": "
 
 def parse(source: Source, state: dict[str, Any]) -> Iterator[Item]:
     with source.open() as fh:
-        for record in read_document(fh):
-            where = f"conversation #{record.index}: "
-            if record.warning is not None:
-                yield Problem(source.label, record.number, where + record.warning)
-            conv = record.value
-            if record.error is not None:
-                yield Problem(source.label, record.number, where + record.error)
-            elif not isinstance(conv, dict) or not isinstance(conv.get("mapping"), dict):
-                yield Problem(source.label, record.number, f"{where}no mapping; skipped")
-            else:
-                try:
-                    yield from _conversation(conv, source, record.number, where)
-                except SHAPE_ERRORS as exc:
-                    yield shape_problem(source.label, record.number, exc, where)
+        yield from read_records(
+            fh, source.label, lambda conv, line, where: _conversation(conv, source, line, where)
+        )
 
 
 def current_branch(mapping: dict[str, Any], current: Any) -> list[dict[str, Any]]:
@@ -67,7 +55,10 @@ def _created(node: dict[str, Any]) -> float:
     return float(value) if isinstance(value, int | float) else 0.0
 
 
-def _conversation(conv: dict[str, Any], source: Source, line: int, where: str) -> Iterator[Item]:
+def _conversation(conv: Any, source: Source, line: int, where: str) -> Iterator[Item]:
+    if not isinstance(conv, dict) or not isinstance(conv.get("mapping"), dict):
+        yield Problem(source.label, line, f"{where}no mapping; skipped")
+        return
     conv_id = conv.get("conversation_id") or conv.get("id")
     if not isinstance(conv_id, str | int) or conv_id == "":
         yield Problem(source.label, line, f"{where}no id; skipped")

@@ -16,16 +16,15 @@ from pathlib import Path
 from typing import Any
 
 from ghostmem.ingest.common import (
-    SHAPE_ERRORS,
     Item,
     Problem,
     dumps,
     finish,
     normalise_role,
     parse_time,
-    shape_problem,
+    read_records,
 )
-from ghostmem.ingest.reading import MAX_RECORD_BYTES, read_document
+from ghostmem.ingest.reading import MAX_RECORD_BYTES
 from ghostmem.ingest.sources import Source, open_regular, zip_member_problem
 from ghostmem.records import MessageRecord
 
@@ -35,24 +34,9 @@ ROOT_PARENT = "00000000-0000-4000-8000-000000000000"
 def parse(source: Source, state: dict[str, Any]) -> Iterator[Item]:
     projects = _project_names(source)
     with source.open() as fh:
-        for record in read_document(fh):
-            where = f"conversation #{record.index}: "
-            if record.warning is not None:
-                yield Problem(source.label, record.number, where + record.warning)
-            conv = record.value
-            if record.error is not None:
-                yield Problem(source.label, record.number, where + record.error)
-            elif (
-                not isinstance(conv, dict)
-                or not isinstance(conv.get("uuid"), str | int)
-                or conv["uuid"] == ""
-            ):
-                yield Problem(source.label, record.number, f"{where}no uuid; skipped")
-            else:
-                try:
-                    yield from _conversation(conv, source, projects, record.number, where)
-                except SHAPE_ERRORS as exc:
-                    yield shape_problem(source.label, record.number, exc, where)
+        yield from read_records(
+            fh, source.label, lambda conv, line, where: _conversation(conv, source, projects, line, where)
+        )
 
 
 def _project_names(source: Source) -> dict[str, str]:
@@ -110,8 +94,11 @@ def ordered_messages(conv: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _conversation(
-    conv: dict[str, Any], source: Source, projects: dict[str, str], line: int, where: str
+    conv: Any, source: Source, projects: dict[str, str], line: int, where: str
 ) -> Iterator[Item]:
+    if not isinstance(conv, dict) or not isinstance(conv.get("uuid"), str | int) or conv["uuid"] == "":
+        yield Problem(source.label, line, f"{where}no uuid; skipped")
+        return
     listed = conv.get("chat_messages")
     if not isinstance(listed, list | None):
         yield Problem(source.label, line, f"{where}chat_messages is not a list; skipped")

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import IO, Any
 
-from ghostmem.ingest.reading import Record, read_lines
+from ghostmem.ingest.reading import Record, read_document, read_lines
 from ghostmem.records import (
     TITLE_CHARS,
     TITLE_FROM_PLATFORM,
@@ -143,6 +143,27 @@ def resume_jsonl(fh: IO[bytes], path: str, state: dict[str, Any]) -> Iterator[Re
         if line.warning is not None:
             yield Problem(path, line.number, line.warning)
         yield line if line.error is None else Problem(path, line.number, line.error)
+
+
+def read_records(
+    fh: IO[bytes], path: str, convert: Callable[[Any, int, str], Iterator[Item]]
+) -> Iterator[Item]:
+    """The items ``convert(value, line, where)`` makes of each record of a JSON document, one record at a time.
+
+    A record that cannot be read, or whose conversion meets a shape it did not foresee, is one problem at its
+    line (``where`` names it: ``conversation #N:``); the records after it are read as usual.
+    """
+    for record in read_document(fh):
+        where = f"conversation #{record.index}: "
+        if record.warning is not None:
+            yield Problem(path, record.number, where + record.warning)
+        if record.error is not None:
+            yield Problem(path, record.number, where + record.error)
+            continue
+        try:
+            yield from convert(record.value, record.number, where)
+        except SHAPE_ERRORS as exc:
+            yield shape_problem(path, record.number, exc, where)
 
 
 def shape_problem(path: str, line: int, exc: Exception, what: str = "") -> Problem:

@@ -18,10 +18,10 @@ from ghostmem.ingest.common import (
     dumps,
     finish,
     parse_time,
+    read_records,
     shape_problem,
     text_of,
 )
-from ghostmem.ingest.reading import read_document
 from ghostmem.ingest.sources import Source
 from ghostmem.records import MessageRecord
 
@@ -30,13 +30,8 @@ _CLI_KINDS = frozenset({"info", "error", "warning"})
 
 def parse(source: Source, state: dict[str, Any]) -> Iterator[Item]:
     with source.open() as fh:
-        for record in read_document(fh):  # one session object (an array of them is read too)
-            if record.warning is not None:
-                yield Problem(source.label, record.number, record.warning)
-            if record.error is not None:
-                yield Problem(source.label, record.number, record.error)
-            else:
-                yield from _session(record.value, source, record.number)
+        # one session object (an array of them is read too)
+        yield from read_records(fh, source.label, lambda doc, line, _where: _session(doc, source, line))
 
 
 def _session(doc: Any, source: Source, line: int) -> Iterator[Item]:

@@ -21,10 +21,10 @@ from ghostmem.ingest.common import (
     finish,
     normalise_role,
     parse_time,
+    read_records,
     resume_jsonl,
     shape_problem,
 )
-from ghostmem.ingest.reading import read_document
 from ghostmem.ingest.sources import Source
 from ghostmem.records import MessageRecord
 
@@ -38,14 +38,9 @@ def parse(source: Source, state: dict[str, Any]) -> Iterator[Item]:
                 else:
                     yield from _guarded(line.value, source, line.number)
             return
-        for record in read_document(fh):
-            where = f"conversation #{record.index}: "
-            if record.warning is not None:
-                yield Problem(source.label, record.number, where + record.warning)
-            if record.error is not None:
-                yield Problem(source.label, record.number, where + record.error)
-            else:
-                yield from _guarded(record.value, source, record.number, where)
+        yield from read_records(
+            fh, source.label, lambda obj, line, where: _conversation(obj, source, line, where)
+        )
 
 
 def _guarded(obj: Any, source: Source, line: int, where: str = "") -> Iterator[Item]:
