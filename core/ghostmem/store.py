@@ -12,9 +12,11 @@ import json
 import logging
 import math
 import re
-from collections.abc import Callable, Iterable
+import unicodedata
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from datetime import datetime
+from itertools import chain
 from typing import Any
 
 from psycopg import Connection
@@ -36,6 +38,18 @@ from ghostmem.redact import redact
 logger = logging.getLogger(__name__)
 
 IGNORE_MARKER = "ghostmem:ignore"
+# Characters a marker may hide behind, removed before matching: controls (Cc) and format characters (Cf: zero-width
+# spaces and joiners, bidi marks, soft hyphen, byte order mark, tags), variation selectors, the combining grapheme
+# joiner and the Hangul fillers (tests/unit/test_ignore_marker.py checks every Cf and Cc character is here).
+_INVISIBLE = (
+    "\x00-\x08\x0e-\x1f\x7f-\x9f\u00ad\u034f\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u115f\u1160"
+    "\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0"
+    "\ufff9-\ufffb\U000110bd\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a"
+    "\U000e0000-\U000e0fff"
+)
+_HIDDEN = f"[{_INVISIBLE}]*"
+_GAP = f"[\\s{_INVISIBLE}]*"
+_MARKER = re.compile(_HIDDEN.join("ghostmem") + _GAP + ":" + _GAP + _HIDDEN.join("ignore"))
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 # Embedding: the model reads ~256 tokens, so longer text is cut before hashing and embedding; tiny texts ("ok")
@@ -70,9 +84,37 @@ def embeddable(text: str) -> str | None:
     return stripped[:EMBED_CHARS]
 
 
+def has_marker(text: str) -> bool:
+    """Whether ``text`` holds ``ghostmem:ignore`` (the rule in docs/formats.md): after NFKC normalisation and case
+    folding, ``ghostmem``, optional whitespace, ``:``, optional whitespace, ``ignore``, with any invisible character
+    (see ``_INVISIBLE``) anywhere in between."""
+    if text.isascii():
+        return _MARKER.search(text.lower()) is not None
+    return _MARKER.search(unicodedata.normalize("NFKC", text).casefold()) is not None
+
+
+def _texts(value: Any) -> Iterator[str]:
+    """Every string in a JSON value (keys too)."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield str(key)
+            yield from _texts(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from _texts(item)
+
+
 def is_ignored(record: ConversationRecord) -> bool:
-    """True when the conversation carries the ``ghostmem:ignore`` marker anywhere."""
-    return IGNORE_MARKER in (record.title or "") or any(IGNORE_MARKER in m.text for m in record.messages)
+    """True when the conversation carries the ``ghostmem:ignore`` marker in any text: title, project, meta, and every
+    message's text, speaker and meta (summaries and compaction metadata included)."""
+    texts = chain(
+        (record.title or "", record.project or ""),
+        _texts(record.meta),
+        *((m.text, m.speaker or "", *_texts(m.meta)) for m in record.messages),
+    )
+    return any(has_marker(text) for text in texts)
 
 
 def _clean(text: str) -> str:
@@ -92,14 +134,14 @@ def scrub(text: str) -> str:
     return redact(_clean(text))
 
 
-def _scrub_json(value: Any) -> Any:
+def scrub_json(value: Any) -> Any:
     """A JSON value with every string in it (keys too) scrubbed, and numbers JSON cannot hold (NaN, ±inf) nulled."""
     if isinstance(value, str):
         return scrub(value)
     if isinstance(value, dict):
-        return {scrub(str(k)): _scrub_json(v) for k, v in value.items()}
+        return {scrub(str(k)): scrub_json(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_scrub_json(v) for v in value]
+        return [scrub_json(v) for v in value]
     if isinstance(value, float) and not math.isfinite(value):
         return None
     if value is None or isinstance(value, bool | int | float):
@@ -118,7 +160,7 @@ def _scrubbed(record: ConversationRecord) -> ConversationRecord:
             text=scrub(_bounded(m)),
             raw_role=_clean(m.raw_role) if m.raw_role is not None else None,
             speaker=scrub(m.speaker) if m.speaker is not None else None,
-            meta=_scrub_json(m.meta),
+            meta=scrub_json(m.meta),
         )
         for m in record.messages
     ]
@@ -131,7 +173,7 @@ def _scrubbed(record: ConversationRecord) -> ConversationRecord:
         project=scrub(record.project) if record.project else None,
         parent_conv_id=_clean(record.parent_conv_id) if record.parent_conv_id else None,
         source=scrub(record.source) if record.source else None,
-        meta=_scrub_json(record.meta),
+        meta=scrub_json(record.meta),
     )
 
 
@@ -190,17 +232,20 @@ def save_conversation(
         append: the messages continue the stored conversation (an importer that read only the new lines of a
             file): they are numbered after the stored ones and never overwrite a stored message of the same id.
     """
-    if is_ignored(record):
-        return SaveResult(skipped="ignored")
+    ignored = is_ignored(record)
     record = _scrubbed(record)
     key = (owner, tier, record.conv_id)
     # Two imports of the same conversation at once take turns here, so neither duplicates nor interleaves.
     conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", ("\x1f".join(key),))
-    if conn.execute(  # a forgotten session takes its subagent conversations with it
-        "SELECT 1 FROM ghostmem.forgotten WHERE owner = %s AND conv_id IN (%s, %s)",
+    if ignored:  # what an earlier run stored of it goes, and its id is remembered: it stays ignored
+        ignore(conn, owner, record.conv_id, record.platform)
+        return SaveResult(skipped="ignored")
+    row = conn.execute(  # a forgotten or ignored session takes its subagent conversations with it
+        "SELECT reason FROM ghostmem.forgotten WHERE owner = %s AND conv_id IN (%s, %s) ORDER BY reason DESC",
         (owner, record.conv_id, record.parent_conv_id or record.conv_id),
-    ).fetchone():
-        return SaveResult(skipped="forgotten")
+    ).fetchone()
+    if row is not None:
+        return SaveResult(skipped="ignored" if row[0] == "ignore" else "forgotten")
     created, updated, same = _upsert_conversation(
         conn, owner, tier, record, None if append else _fingerprint(record)
     )
@@ -219,6 +264,49 @@ def save_conversation(
     # only written when a count or the snippet really changed
     _refresh_counts(conn, owner, tier, record.conv_id)
     return result
+
+
+def purge(conn: Connection[Any], owner: str, conv_id: str) -> dict[str, str]:
+    """Delete a conversation and its subagent conversations (every tier) with their messages, vectors and the cached
+    vectors of their texts (a vector says something about its text). Returns {conv_id: platform} of what went."""
+    texts = conn.execute(
+        """
+        SELECT m.text FROM ghostmem.messages m JOIN ghostmem.conversations c USING (owner, tier, conv_id)
+        WHERE c.owner = %s AND (c.conv_id = %s OR c.parent_conv_id = %s) AND m.embedding IS NOT NULL
+        """,
+        (owner, conv_id, conv_id),
+    ).fetchall()
+    rows = conn.execute(
+        """
+        DELETE FROM ghostmem.conversations
+        WHERE owner = %s AND (conv_id = %s OR parent_conv_id = %s)
+        RETURNING conv_id, platform
+        """,
+        (owner, conv_id, conv_id),
+    ).fetchall()
+    hashes = [content_hash(cut) for (text,) in texts if (cut := embeddable(text)) is not None]
+    if hashes:
+        conn.execute("DELETE FROM ghostmem.embedding_cache WHERE content_hash = ANY(%s)", (hashes,))
+    return {r[0]: r[1] for r in rows}
+
+
+def remember(conn: Connection[Any], owner: str, gone: dict[str, str | None], reason: str) -> None:
+    """Keep these conversation ids from ever being imported again (``reason``: 'forget' or 'ignore')."""
+    conn.execute(
+        """
+        INSERT INTO ghostmem.forgotten (owner, conv_id, platform, reason)
+        SELECT %s, u.conv_id, u.platform, %s FROM unnest(%s::text[], %s::text[]) AS u(conv_id, platform)
+        ON CONFLICT (owner, conv_id) DO NOTHING
+        """,
+        (owner, reason, list(gone), list(gone.values())),
+    )
+
+
+def ignore(conn: Connection[Any], owner: str, conv_id: str, platform: str | None) -> list[str]:
+    """A conversation found to carry the marker: purge what was stored of it and its children, and remember it."""
+    gone: dict[str, str | None] = {conv_id: platform, **purge(conn, owner, conv_id)}
+    remember(conn, owner, gone, "ignore")
+    return sorted(gone)
 
 
 def _upsert_conversation(

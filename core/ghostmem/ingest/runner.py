@@ -31,11 +31,15 @@ from ghostmem.ingest.sources import Source, default_locations, iter_sources, sta
 from ghostmem.records import TIERS, TITLE_CHARS, TITLE_FROM_SUMMARY, ConversationRecord, clip
 from ghostmem.store import (
     IGNORE_MARKER,
-    content_hash,
+    SaveResult,
     embed_pending,
-    embeddable,
+    has_marker,
+    ignore,
+    purge,
+    remember,
     save_conversation,
     scrub,
+    scrub_json,
 )
 
 if TYPE_CHECKING:
@@ -116,7 +120,7 @@ def import_paths(
         }
 
         def unchanged(key: str, size: int, mtime_ns: int) -> bool:
-            if seen.get(key) == (size, mtime_ns):
+            if seen.get(scrub(key)) == (size, mtime_ns):
                 report.files_unchanged += 1
                 return True
             return False
@@ -159,7 +163,7 @@ def import_langchain_table(
     """
     check_tier(tier)
     report = ImportReport()
-    key = langchain_pg.source_key(from_dsn, table)
+    key = scrub(langchain_pg.source_key(from_dsn, table))
     with gm.connection() as conn, autocommit(conn):
         started = time.perf_counter()
         row = conn.execute(
@@ -236,7 +240,8 @@ def _import_source(
     report: ImportReport,
     tick: Callable[[int], None] | None = None,
 ) -> None:
-    lock = "\x1f".join(("file", owner, tier, source.key))
+    key = scrub(source.key)  # a secret in a path (a token as a folder name) is not stored either
+    lock = "\x1f".join(("file", owner, tier, key))
     conn.execute("SELECT pg_advisory_lock(hashtextextended(%s, 0))", (lock,))
     try:
         try:
@@ -248,7 +253,7 @@ def _import_source(
         row = conn.execute(
             'SELECT size, mtime_ns, "offset", hash, state FROM ghostmem.import_state'
             " WHERE owner = %s AND tier = %s AND path = %s",
-            (owner, tier, source.key),
+            (owner, tier, key),
         ).fetchone()
         if row is not None and (row[0], row[1]) == (size, mtime_ns):
             report.files_unchanged += 1  # another import did it while we waited for the lock
@@ -261,7 +266,7 @@ def _import_source(
         else:
             digest = _full_hash(source)
             if row is not None and row[3] == digest:
-                _save_state(conn, owner, tier, source.key, size, mtime_ns, size, digest, dict(row[4]))
+                _save_state(conn, owner, tier, key, size, mtime_ns, size, digest, dict(row[4]))
                 report.files_unchanged += 1
                 return
         done = 0
@@ -288,9 +293,7 @@ def _import_source(
             return
         if source.kind == "append":
             digest = _head_hash(source, min(int(state.get("offset", 0)), _HEAD_BYTES))
-        _save_state(
-            conn, owner, tier, source.key, size, mtime_ns, int(state.get("offset", size)), digest, state
-        )
+        _save_state(conn, owner, tier, key, size, mtime_ns, int(state.get("offset", size)), digest, state)
         report.files_read += 1
     finally:
         conn.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", (lock,))
@@ -310,9 +313,13 @@ def _handle(
         try:
             # pipeline mode: statements whose results are not read yet travel together (~half the round trips)
             with conn.pipeline() if _PIPELINE else nullcontext(), conn.transaction():
-                if item.line_ids:
-                    _drop_replayed(conn, owner, tier, record)
-                result = save_conversation(conn, owner, tier, record, embedder=None, append=item.append)
+                if item.line_ids and _ignored_by_summary(conn, owner, tier, item.line_ids):
+                    ignore(conn, owner, record.conv_id, record.platform)
+                    result = SaveResult(skipped="ignored")
+                else:
+                    if item.line_ids:
+                        _drop_replayed(conn, owner, tier, record)
+                    result = save_conversation(conn, owner, tier, record, embedder=None, append=item.append)
                 if result.skipped is None and item.line_ids:
                     _apply_hints(conn, owner, tier, record.conv_id, item.line_ids)
         except psycopg.DataError as exc:
@@ -354,10 +361,12 @@ def _drop_replayed(conn: Connection[Any], owner: str, tier: str, record: Convers
 
 
 def _title_hint(conn: Connection[Any], owner: str, tier: str, hint: TitleHint) -> list[str]:
-    """Remember a summary title for a leaf and give it to the stored conversation that holds the leaf, if any."""
-    if IGNORE_MARKER in hint.title:
-        return []
-    title = scrub(clip(hint.title, TITLE_CHARS))
+    """Remember a summary title for a leaf and give it to the stored conversation that holds the leaf, if any.
+
+    A summary that carries ``ghostmem:ignore`` ignores that conversation (now, or when it is read later).
+    """
+    marked = has_marker(hint.title)
+    title = IGNORE_MARKER if marked else scrub(clip(hint.title, TITLE_CHARS))
     conn.execute(
         """
         INSERT INTO ghostmem.title_hints (owner, tier, leaf_id, title) VALUES (%s, %s, %s, %s)
@@ -365,6 +374,14 @@ def _title_hint(conn: Connection[Any], owner: str, tier: str, hint: TitleHint) -
         """,
         (owner, tier, hint.leaf_id, title),
     )
+    if marked:
+        holders = conn.execute(
+            "SELECT DISTINCT conv_id, platform FROM ghostmem.messages WHERE owner = %s AND tier = %s AND native_id = %s",
+            (owner, tier, hint.leaf_id),
+        ).fetchall()
+        for conv_id, platform in holders:
+            ignore(conn, owner, conv_id, platform)
+        return []
     rows = conn.execute(
         """
         UPDATE ghostmem.conversations c
@@ -378,6 +395,15 @@ def _title_hint(conn: Connection[Any], owner: str, tier: str, hint: TitleHint) -
         (title, TITLE_FROM_SUMMARY, owner, tier, hint.leaf_id, TITLE_FROM_SUMMARY, title),
     ).fetchall()
     return [r[0] for r in rows]
+
+
+def _ignored_by_summary(conn: Connection[Any], owner: str, tier: str, line_ids: list[str]) -> bool:
+    """Whether a summary read earlier (maybe from another file) put the marker on one of these lines."""
+    row = conn.execute(
+        "SELECT 1 FROM ghostmem.title_hints WHERE owner = %s AND tier = %s AND leaf_id = ANY(%s) AND title = %s",
+        (owner, tier, line_ids, IGNORE_MARKER),
+    ).fetchone()
+    return row is not None
 
 
 def _apply_hints(conn: Connection[Any], owner: str, tier: str, conv_id: str, line_ids: list[str]) -> None:
@@ -412,7 +438,7 @@ def _save_state(
         ON CONFLICT (owner, tier, path) DO UPDATE SET size = EXCLUDED.size, mtime_ns = EXCLUDED.mtime_ns,
             "offset" = EXCLUDED."offset", hash = EXCLUDED.hash, state = EXCLUDED.state, updated_at = now()
         """,
-        (owner, tier, key, size, mtime_ns, offset, digest, Jsonb(state)),
+        (owner, tier, key, size, mtime_ns, offset, digest, Jsonb(scrub_json(state))),
     )
 
 
@@ -529,34 +555,9 @@ def forget(conn: Connection[Any], owner: str, conv_id: str) -> list[str]:
     Returns the conversation ids removed (empty when none was stored: it is still kept from coming back).
     """
     with conn.transaction():
-        texts = conn.execute(
-            """
-            SELECT m.text FROM ghostmem.messages m JOIN ghostmem.conversations c USING (owner, tier, conv_id)
-            WHERE c.owner = %s AND (c.conv_id = %s OR c.parent_conv_id = %s) AND m.embedding IS NOT NULL
-            """,
-            (owner, conv_id, conv_id),
-        ).fetchall()
-        rows = conn.execute(
-            """
-            DELETE FROM ghostmem.conversations
-            WHERE owner = %s AND (conv_id = %s OR parent_conv_id = %s)
-            RETURNING conv_id, platform
-            """,
-            (owner, conv_id, conv_id),
-        ).fetchall()
-        # the cached vectors of its texts go too (a vector says something about its text)
-        hashes = [content_hash(cut) for (text,) in texts if (cut := embeddable(text)) is not None]
-        conn.execute("DELETE FROM ghostmem.embedding_cache WHERE content_hash = ANY(%s)", (hashes,))
-        gone = {conv_id: None, **{r[0]: r[1] for r in rows}}
-        conn.execute(
-            """
-            INSERT INTO ghostmem.forgotten (owner, conv_id, platform)
-            SELECT %s, u.conv_id, u.platform FROM unnest(%s::text[], %s::text[]) AS u(conv_id, platform)
-            ON CONFLICT (owner, conv_id) DO NOTHING
-            """,
-            (owner, list(gone), list(gone.values())),
-        )
-    return sorted({r[0] for r in rows})
+        gone = purge(conn, owner, conv_id)
+        remember(conn, owner, {conv_id: None, **gone}, "forget")
+    return sorted(gone)
 
 
 def watch(
