@@ -72,8 +72,9 @@ def _value_is(predicate: Callable[[str], bool]) -> Callable[[re.Match[str], str]
     return lambda _m, value: predicate(value)
 
 
-# A token starts where no other token character precedes it.
-_B = r"(?<![A-Za-z0-9_-])"
+# A token starts where no letter, digit or underscore precedes it (a hyphen may: Claude Code names a project's folder
+# after its path with "/" turned into "-", so a token that was a folder name follows one).
+_B = r"(?<![A-Za-z0-9_])"
 # ... and ends where no token character follows (for fixed-length shapes).
 _E = r"(?![A-Za-z0-9_-])"
 
@@ -197,6 +198,8 @@ _RULES: tuple[_Rule, ...] = (
         _B + r"(?P<secret>gl(?:pat|dt|ptt|rt)-[A-Za-z0-9_-]{20,})",
     ),
     _rule("slack_token", "xox", _B + r"(?P<secret>xox[abposre]-[A-Za-z0-9-]{10,})", _value_is(_has_digit)),
+    # App-level tokens: xapp-<version>-<app id>-<number>-<hex>.
+    _rule("slack_token", "xapp-", _B + r"(?P<secret>xapp-\d-[A-Za-z0-9]+-\d+-[A-Za-z0-9]{16,})"),
     _rule(
         "slack_webhook",
         "hooks.slack",
@@ -222,10 +225,17 @@ _RULES: tuple[_Rule, ...] = (
         "eyj",
         _B + r"(?P<secret>eyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]*)",
     ),
+    # A Sentry DSN's key is its user part: https://<32 hex>[:<32 hex>]@o1.ingest.sentry.io/2 (the secret half too).
+    _rule(
+        "sentry_dsn",
+        "sentry",
+        r"://(?P<secret>[a-f0-9]{32}(?::[a-f0-9]{32})?)@(?=[A-Za-z0-9.-]*sentry)",
+    ),
+    # The password runs to the authority's last "@": one that is not escaped (p@ss) belongs to it.
     _rule(
         "url_password",
         "://",
-        r"\b[A-Za-z][A-Za-z0-9+.-]{1,20}://[^\s:/@'\"\[\]]*:(?P<secret>[^\s@/'\"]+)@(?=[\w.\[-])",
+        r"\b[A-Za-z][A-Za-z0-9+.-]{1,20}://[^\s:/@'\"\[\]]*:(?P<secret>[^\s/'\"]+)@(?=[\w.\[-][^\s@/'\"]*(?:[/:?#\s'\"]|$))",
         _value_is(_not_reference),
     ),
     _rule(

@@ -97,6 +97,23 @@ SECRETS: list[tuple[str, str, str]] = [
     ),
     ("DATABASE_URL=postgres://app:Tr0ub4dor&3@db.internal:5432/app", "Tr0ub4dor&3", "url_password"),
     ("mysql://root:p%40ssW0rd@localhost/app", "p%40ssW0rd", "url_password"),
+    ("postgres://admin:p@ssW0rd!@db.internal:5432/app", "p@ssW0rd!", "url_password"),
+    ("redis://:a@b@c@cache.local/0 and more", "a@b@c", "url_password"),
+    (
+        "SENTRY_DSN=https://0123456789abcdef0123456789abcdef@o12345.ingest.sentry.io/678",
+        "0123456789abcdef0123456789abcdef",
+        "sentry_dsn",
+    ),
+    (
+        "dsn: https://0123456789abcdef0123456789abcdef:fedcba9876543210fedcba9876543210@sentry.io/1",
+        "fedcba9876543210fedcba9876543210",
+        "sentry_dsn",
+    ),
+    (
+        "SLACK_APP_TOKEN=xapp-1-A0123BCDEFG-4567890123456-" + _rand(64, "0123456789abcdef"),
+        "xapp-1-",
+        "slack_token",
+    ),
     (
         '{"content": "-----BEGIN EC PRIVATE KEY-----\\n'
         + _PEM_BODY.replace("\n", "\\n")
