@@ -258,6 +258,43 @@ def ingest_section(runs: list[dict[str, Any]]) -> str:
     return "\n".join(out)
 
 
+def store_section(runs: list[dict[str, Any]]) -> str:
+    """``bench.store``: GhostMemStore and LangGraph's PostgresStore, put and search, whole calls."""
+    if not runs:
+        return ""
+    out = ["## LangGraph store: GhostMemStore and PostgresStore\n"]
+    for r in runs:
+        out.append(
+            f"### {r['items']:,} items over {r['users']} namespaces, {r['queries']} searches, {r['model']}\n"
+        )
+        out.append(f"Reproduce: `{r['command']}` ({_provenance(r)}).\n")
+        rows = []
+        for op in ("put", "search"):
+            g, lg = r[op]["ghostmem"], r[op]["langgraph"]
+            rows.append(
+                (
+                    op,
+                    g["p50_ms"],
+                    g["p95_ms"],
+                    lg["p50_ms"],
+                    lg["p95_ms"],
+                    r["ratio"][f"{op}_p50"],
+                    r["ratio"][f"{op}_p95"],
+                )
+            )
+        out.append(
+            _table(
+                ("call", "GhostMemStore p50 ms", "p95 ms", "PostgresStore p50 ms", "p95 ms", "ratio p50", "ratio p95"),
+                rows,
+            )
+        )  # fmt: skip
+        out.append(
+            "\nWhole calls, the query or value embedded by the same model in both; ratio = PostgresStore ÷ "
+            f"GhostMemStore (above 1 = ghostmem faster). Top-10 overlap of the two searches: {r['top10_overlap']}.\n"
+        )
+    return "\n".join(out)
+
+
 def retrieval_section(runs: list[dict[str, Any]]) -> str:
     if not runs:
         return ""
@@ -405,6 +442,7 @@ def render(results_dir: Path = RESULTS, img_dir: Path = IMG, with_plots: bool = 
     parts.append(peers_section(results.get("peers", [])))
     parts.append(scale_section(results.get("scale", [])))
     parts.append(ingest_section(results.get("ingest", [])))
+    parts.append(store_section(results.get("store", [])))
     parts.append(ghost_section(results_dir, results.get("ghost_sim", [])))
     parts.append(METHOD)
     return "\n".join(p for p in parts if p).rstrip() + "\n"

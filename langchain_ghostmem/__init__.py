@@ -8,11 +8,13 @@ from __future__ import annotations
 
 from langchain_ghostmem.chat_history import GhostMemChatMessageHistory
 from langchain_ghostmem.retrievers import GhostMemoryRetriever, GhostMemRetriever
+from langchain_ghostmem.store import GhostMemStore
 from langchain_ghostmem.tools import GhostMemTool, GhostMemToolkit
 
 __all__ = [
     "GhostMemChatMessageHistory",
     "GhostMemRetriever",
+    "GhostMemStore",
     "GhostMemTool",
     "GhostMemToolkit",
     "GhostMemoryRetriever",

@@ -2,8 +2,8 @@
 
 The dimension is part of the schema (``vector(N)`` columns), so switching is a schema change: under the migration
 lock, every vector column of ghostmem's schemas is emptied and retyped and its vector indexes are dropped; then
-ghost memories, messages, conversation vectors and clusters are embedded again with the new model; then the
-indexes are rebuilt and NOT NULL constraints restored. The embedding cache and the clusters (derived from the old
+ghost memories, messages, conversation vectors, clusters and store items are embedded again with the new model;
+then the indexes are rebuilt and NOT NULL constraints restored. The embedding cache and the clusters (derived from the old
 vectors) are discarded. Other processes still configured for the old model are refused by the dimension check.
 """
 
@@ -21,6 +21,7 @@ from ghostmem.db import migrate as migrations
 from ghostmem.embed import Embedder
 from ghostmem.errors import GhostMemError
 from ghostmem.ingest import enrich_everything
+from ghostmem.items import embed_pending_items
 from ghostmem.store import embed_pending
 
 logger = logging.getLogger(__name__)
@@ -86,6 +87,7 @@ def reembed(settings: Settings, embedder: Embedder) -> dict[str, Any]:
             ]
             messages = sum(embed_pending(conn, owner, embedder) for owner in owners)
             conversations = sum(enrich_everything(conn, owner) for owner in owners)
+            items = embed_pending_items(conn, embedder)
             with conn.transaction():
                 for _, _, statement in indexes:
                     logger.info("rebuilding %s", statement)
@@ -105,6 +107,7 @@ def reembed(settings: Settings, embedder: Embedder) -> dict[str, Any]:
         "ghost_memories": ghosts,
         "messages": messages,
         "conversations": conversations,
+        "store_items": items,
         "indexes_rebuilt": [name for _, name, _ in indexes],
     }
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import psycopg
 import pytest
 from ghostmem import GhostMem, HashEmbedder, SchemaMismatch, Settings
+from ghostmem.items import ItemWrite, search_items, write_items
 from ghostmem.reembed import reembed, vector_columns
 from psycopg import sql
 from support.conversations import conversation, import_generic
@@ -46,10 +47,15 @@ def test_reembed_switches_dimension_and_keeps_everything_findable(
             ],
         )
         gm.remember("Run the migrations before the tests")
+        with gm.connection() as conn:
+            write_items(
+                conn, owner, [ItemWrite(("n",), "k", {"c": "harbour lights"}, "harbour lights")], gm.embedder
+            )
 
     done = reembed(Settings.from_env(dsn=own_dsn, owner=owner), HashEmbedder(64))
     assert done["dims"] == 64 and done["ghost_memories"] == 1 and done["conversations"] == 2
     assert done["messages"] == 4 and "messages_embedding_hnsw" in done["indexes_rebuilt"]
+    assert done["store_items"] == 1 and "store_items_embedding_hnsw" in done["indexes_rebuilt"]
 
     with psycopg.connect(own_dsn) as conn:
         for col in vector_columns(conn):
@@ -71,5 +77,10 @@ def test_reembed_switches_dimension_and_keeps_everything_findable(
         assert (
             gm.search_ghost_memories("migrations tests").data.rows[0].content.startswith("Run the migrations")
         )
+        with gm.connection() as conn:
+            conn.execute("UPDATE ghostmem.store_items SET tsv = NULL")  # only the new vector can find it now
+            assert [
+                i.key for i in search_items(conn, owner, ("n",), embedder=gm.embedder, query="harbour")
+            ] == ["k"]
     with pytest.raises(SchemaMismatch, match="stores 64-dimensional vectors"):
         GhostMem(dsn=own_dsn, owner=owner, embedder=HashEmbedder(384)).connect()

@@ -10,6 +10,7 @@ def test_langchain_all_is_pinned() -> None:
     assert set(langchain_ghostmem.__all__) == {
         "GhostMemChatMessageHistory",
         "GhostMemRetriever",
+        "GhostMemStore",
         "GhostMemTool",
         "GhostMemToolkit",
         "GhostMemoryRetriever",
