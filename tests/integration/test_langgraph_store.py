@@ -32,8 +32,6 @@ from langmem import create_manage_memory_tool, create_search_memory_tool
 
 from langchain_ghostmem import GhostMemStore
 
-pytestmark = pytest.mark.db
-
 
 @pytest.fixture
 def store(gm: GhostMem) -> Iterator[GhostMemStore]:

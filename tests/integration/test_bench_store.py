@@ -5,11 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
 from bench import report, store
-
-pytestmark = pytest.mark.db
 
 
 def test_store_bench_times_both_stores_and_reports_them(server_dsn: str, tmp_path: Path) -> None:
