@@ -14,11 +14,7 @@ import psycopg
 import pytest
 from ghostmem import GhostMem, HashEmbedder
 from langchain.agents import create_agent
-from langchain_core.callbacks import CallbackManagerForLLMRun
-from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
-from langchain_core.runnables import Runnable
 from langgraph.store.base import (
     GetOp,
     InvalidNamespaceError,
@@ -29,6 +25,7 @@ from langgraph.store.base import (
     SearchOp,
 )
 from langmem import create_manage_memory_tool, create_search_memory_tool
+from support.adapters import ScriptedChatModel, call
 
 from langchain_ghostmem import GhostMemStore
 
@@ -370,49 +367,29 @@ def test_hostile_values_round_trip_and_stay_bound(store: GhostMemStore) -> None:
 # --- LangMem on it ---------------------------------------------------------------------------------------------
 
 
-class ScriptedModel(BaseChatModel):
-    """Calls LangMem's tools by a fixed script (no LLM is reachable): store two memories, then search."""
-
-    @property
-    def _llm_type(self) -> str:
-        return "scripted"
-
-    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Runnable[Any, BaseMessage]:
-        return self
-
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        done = [m for m in messages if isinstance(m, ToolMessage)]
-        question = next(m for m in reversed(messages) if isinstance(m, HumanMessage)).text
-        if question.startswith("remember:") and not done:
-            facts = question.removeprefix("remember:").split(";")
-            calls = [
+def langmem_script(messages: Sequence[BaseMessage]) -> AIMessage:
+    """Store the facts after "remember:" with LangMem's manage tool, or search for what follows "recall:"."""
+    done = [m for m in messages if isinstance(m, ToolMessage)]
+    question = next(m for m in reversed(messages) if isinstance(m, HumanMessage)).text
+    if done:
+        return AIMessage(f"done: {done[-1].content}")
+    if question.startswith("remember:"):
+        facts = question.removeprefix("remember:").split(";")
+        return AIMessage(
+            "",
+            tool_calls=[
                 {"name": "manage_memory", "args": {"content": f.strip(), "action": "create"}, "id": f"c{n}"}
                 for n, f in enumerate(facts)
-            ]
-            return _result(AIMessage("", tool_calls=calls))
-        if question.startswith("recall:") and not done:
-            query = question.removeprefix("recall:").strip()
-            return _result(
-                AIMessage("", tool_calls=[{"name": "search_memory", "args": {"query": query}, "id": "s"}])
-            )
-        return _result(AIMessage(f"done: {done[-1].content}" if done else "nothing to do"))
-
-
-def _result(message: AIMessage) -> ChatResult:
-    return ChatResult(generations=[ChatGeneration(message=message)])
+            ],
+        )
+    return call("search_memory", 0, query=question.removeprefix("recall:").strip())
 
 
 def test_langmem_manage_and_search_tools_on_ghostmem(gm: GhostMem) -> None:
     store = GhostMemStore(gm, owner=lambda ns: ns[1])
     namespace = ("memories", "{langgraph_user_id}")
     agent = create_agent(
-        ScriptedModel(),
+        ScriptedChatModel(script=langmem_script),
         tools=[
             create_manage_memory_tool(namespace=namespace),
             create_search_memory_tool(namespace=namespace),
