@@ -1,4 +1,4 @@
-"""LlamaIndex tools, retrievers and chat store over ghostmem.
+"""LlamaIndex tools, retrievers, chat store and memory block over ghostmem.
 
 Every ghostmem operation is a ``FunctionTool`` (:func:`ghostmem_tool`; name, description and schema from
 ``ghostmem.OPS``); :class:`GhostMemToolSpec` gives them all, bound to one owner and optionally one project.
@@ -7,11 +7,13 @@ Every ghostmem operation is a ``FunctionTool`` (:func:`ghostmem_tool`; name, des
 from __future__ import annotations
 
 from llama_index_ghostmem.chat_store import GhostMemChatStore
+from llama_index_ghostmem.memory import GhostMemMemoryBlock
 from llama_index_ghostmem.retrievers import GhostMemoryRetriever, GhostMemRetriever
 from llama_index_ghostmem.tools import GhostMemToolSpec, ghostmem_tool
 
 __all__ = [
     "GhostMemChatStore",
+    "GhostMemMemoryBlock",
     "GhostMemRetriever",
     "GhostMemToolSpec",
     "GhostMemoryRetriever",

@@ -92,8 +92,22 @@ class GhostMemoryRetriever(Closes, BaseRetriever):
         return _nodes((await self.binding.arun(GHOSTS, arguments)).data)
 
 
+# What an LLM reads of a node's metadata: when and where a conversation happened, what a rule applies to. The
+# rest (ids, counts, clusters, scores and their breakdown) is bookkeeping for code, and is never embedded either.
+LLM_METADATA = frozenset({"title", "platform", "started_at", "ended_at", "project", "kind", "scope"})
+
+
 def _nodes(data: BaseModel) -> list[NodeWithScore]:
     return [
-        NodeWithScore(node=TextNode(id_=p.id, text=p.text, metadata=p.metadata), score=p.score)
+        NodeWithScore(
+            node=TextNode(
+                id_=p.id,
+                text=p.text,
+                metadata=p.metadata,
+                excluded_llm_metadata_keys=[k for k in p.metadata if k not in LLM_METADATA],
+                excluded_embed_metadata_keys=list(p.metadata),
+            ),
+            score=p.score,
+        )
         for p in passages(data)
     ]

@@ -21,6 +21,7 @@ def test_langchain_all_is_pinned() -> None:
 def test_llamaindex_all_is_pinned() -> None:
     assert set(llama_index_ghostmem.__all__) == {
         "GhostMemChatStore",
+        "GhostMemMemoryBlock",
         "GhostMemRetriever",
         "GhostMemToolSpec",
         "GhostMemoryRetriever",
