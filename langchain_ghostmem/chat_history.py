@@ -4,18 +4,18 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from typing import Any
 
 from ghostmem import GhostMem
 from ghostmem.binding import Binding, Closes
 from ghostmem.capture import append_messages, delete_conversation, load_messages
 from ghostmem.embed import Embedder
-from ghostmem.records import MessageRecord, Platform, Role
+from ghostmem.records import Platform
 from langchain_core.chat_history import BaseChatMessageHistory
-from langchain_core.messages import BaseMessage, message_to_dict, messages_from_dict
+from langchain_core.messages import BaseMessage
+
+from langchain_ghostmem.messages import from_record, to_record
 
 PLATFORM: Platform = "langchain"
-_ROLES: dict[str, Role] = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"}
 
 
 class GhostMemChatMessageHistory(Closes, BaseChatMessageHistory):
@@ -60,7 +60,7 @@ class GhostMemChatMessageHistory(Closes, BaseChatMessageHistory):
         store = self.binding.store
         with store.connection() as conn:
             records = load_messages(conn, store.owner, self.session_id)
-        return [_from_record(r) for r in records]
+        return [from_record(r) for r in records]
 
     async def aget_messages(self) -> list[BaseMessage]:
         return await asyncio.to_thread(lambda: self.messages)
@@ -73,7 +73,7 @@ class GhostMemChatMessageHistory(Closes, BaseChatMessageHistory):
                 store.owner,
                 self.session_id,
                 PLATFORM,
-                [_to_record(m) for m in messages],
+                [to_record(m) for m in messages],
                 embedder=store.embedder,
                 title=self.title,
                 project=self.project,
@@ -89,22 +89,3 @@ class GhostMemChatMessageHistory(Closes, BaseChatMessageHistory):
 
     async def aclear(self) -> None:
         await asyncio.to_thread(self.clear)
-
-
-def _to_record(message: BaseMessage) -> MessageRecord:
-    # The message minus its text is kept in meta, so it comes back with its type, name and tool calls.
-    shape: dict[str, Any] = message_to_dict(message)
-    shape["data"] = {k: v for k, v in shape["data"].items() if k != "content"}
-    return MessageRecord(
-        native_id="",
-        role=_ROLES.get(message.type, "meta"),
-        text=message.text,
-        raw_role=message.type,
-        speaker=message.name,
-        meta={"langchain": shape},
-    )
-
-
-def _from_record(record: MessageRecord) -> BaseMessage:
-    shape = record.meta.get("langchain") or {"type": "human" if record.role == "user" else "ai", "data": {}}
-    return messages_from_dict([{"type": shape["type"], "data": {**shape["data"], "content": record.text}}])[0]

@@ -19,13 +19,13 @@ from ghostmem.capture import (
     lock_conversation,
     save_messages,
 )
+from ghostmem.content import describe, is_reference, to_json
 from ghostmem.embed import Embedder
 from ghostmem.records import MessageRecord, Platform, Role
-from llama_index.core.llms import ChatMessage, MessageRole
+from llama_index.core.llms import ChatMessage, MessageRole, TextBlock
 from llama_index.core.storage.chat_store.base import BaseChatStore
 from psycopg import Connection
 from pydantic import ConfigDict, Field
-from pydantic_core import to_jsonable_python
 
 PLATFORM: Platform = "llamaindex"
 _ROLES: dict[str, Role] = {
@@ -140,17 +140,38 @@ class GhostMemChatStore(Closes, BaseChatStore):
 
 
 def _to_record(message: ChatMessage) -> MessageRecord:
+    """Search reads the text blocks, one per line; ``meta`` keeps the role, the extras and (unless the message is
+    one text block, its text) every block in order, made JSON by :func:`ghostmem.content.to_json`."""
     role = str(message.role.value)
-    extra: dict[str, Any] = to_jsonable_python(message.additional_kwargs, fallback=str)
+    shape: dict[str, Any] = {"role": role, "additional_kwargs": to_json(message.additional_kwargs)}
+    if not (len(message.blocks) == 1 and isinstance(message.blocks[0], TextBlock)):
+        shape["blocks"] = to_json(message.blocks)
     return MessageRecord(
         native_id="",
         role=_ROLES.get(role, "meta"),
-        text=message.content or "",
+        text="\n".join(b.text for b in message.blocks if isinstance(b, TextBlock)),
         raw_role=role,
-        meta={"llamaindex": {"role": role, "additional_kwargs": extra}},
+        meta={"llamaindex": shape},
     )
 
 
 def _from_record(record: MessageRecord) -> ChatMessage:
     shape = record.meta.get("llamaindex") or {"role": record.raw_role or record.role, "additional_kwargs": {}}
+    if "blocks" in shape:
+        return ChatMessage.model_validate(
+            {
+                "role": shape["role"],
+                "blocks": [_kept_block(b) for b in shape["blocks"]],
+                "additional_kwargs": shape["additional_kwargs"],
+            }
+        )
     return ChatMessage(role=shape["role"], content=record.text, additional_kwargs=shape["additional_kwargs"])
+
+
+def _kept_block(block: dict[str, Any]) -> dict[str, Any]:
+    """A stored block as LlamaIndex can hold it: one whose inline bytes were not kept becomes a text block
+    saying what it was (LlamaIndex's media blocks cannot exist without their bytes, path or URL)."""
+    ref = next((v for v in block.values() if is_reference(v)), None)
+    if ref is None:
+        return block
+    return {"block_type": "text", "text": describe(str(block.get("block_type", "media")), ref)}
