@@ -1,9 +1,10 @@
 """Live capture: a running LangChain or LlamaIndex conversation kept in personal memory as it happens.
 
-A captured conversation is a list of messages an application appends to, rewrites or clears. Each save writes the
-whole list through :func:`ghostmem.store.save_conversation` (the one write path: redaction, ignore marker,
-forgotten ids, embeddings), with the message's position as its native id, so unchanged messages keep their
-embeddings and the conversation is searchable as soon as the call returns.
+A captured conversation is a list of messages an application appends to, rewrites or clears. Every write goes
+through :func:`ghostmem.store.save_conversation` (the one write path: redaction, ignore marker, forgotten ids,
+embeddings), so the conversation is searchable as soon as the call returns. A message's native id is its position
+(chat histories and chat stores) or the application's own message id (an agent's thread, :func:`sync_messages`).
+Appending writes and embeds only the new messages; rewriting keeps the rows and embeddings of unchanged ones.
 """
 
 from __future__ import annotations
@@ -47,6 +48,48 @@ def load_messages(conn: Connection[Any], owner: str, conv_id: str) -> list[Messa
     return [MessageRecord(**row) for row in rows]
 
 
+def _stamped(messages: Sequence[MessageRecord], ids: Sequence[str]) -> list[MessageRecord]:
+    """The messages with their native ids, a message without a time stamped now."""
+    now = datetime.now(UTC)
+    return [
+        MessageRecord(
+            native_id=native_id,
+            role=msg.role,
+            text=msg.text,
+            ts=msg.ts or now,
+            raw_role=msg.raw_role,
+            speaker=msg.speaker,
+            meta=msg.meta,
+        )
+        for native_id, msg in zip(ids, messages, strict=True)
+    ]
+
+
+def _conversation(
+    conv_id: str,
+    platform: Platform,
+    records: list[MessageRecord],
+    *,
+    title: str | None,
+    project: str | None,
+    first: bool,
+) -> ConversationRecord:
+    """The conversation record of ``records``; ``first``: they start it, so its first user message is the title
+    when none is given."""
+    first_user = (
+        next((m.text for m in records if m.role == "user" and m.text.strip()), None) if first else None
+    )
+    return ConversationRecord(
+        conv_id=conv_id,
+        platform=platform,
+        messages=records,
+        title=title or clip(first_user, TITLE_CHARS) or None,
+        project=project,
+        ended_at=max(m.ts for m in records if m.ts is not None),
+        source=f"live:{platform}",
+    )
+
+
 def save_messages(
     conn: Connection[Any],
     owner: str,
@@ -57,41 +100,36 @@ def save_messages(
     embedder: Embedder | None,
     title: str | None = None,
     project: str | None = None,
+    ids: Sequence[str] | None = None,
 ) -> SaveResult:
-    """Make the stored conversation hold exactly ``messages`` (an empty list deletes it)."""
+    """Make the stored conversation hold exactly ``messages`` (an empty list deletes it).
+
+    ``ids`` are the messages' native ids (default: their positions); unchanged messages keep their rows and
+    embeddings, stored messages whose id is not among them are deleted.
+    """
     lock_conversation(conn, owner, conv_id)
     if not messages:
         delete_conversation(conn, owner, conv_id)
         return SaveResult()
-    now = datetime.now(UTC)
-    records = [
-        MessageRecord(
-            native_id=str(seq),
-            role=msg.role,
-            text=msg.text,
-            ts=msg.ts or now,
-            raw_role=msg.raw_role,
-            speaker=msg.speaker,
-            meta=msg.meta,
-        )
-        for seq, msg in enumerate(messages)
-    ]
-    first_user = next((m.text for m in records if m.role == "user" and m.text.strip()), None)
-    record = ConversationRecord(
-        conv_id=conv_id,
-        platform=platform,
-        messages=records,
-        title=title or clip(first_user, TITLE_CHARS) or None,
-        project=project,
-        ended_at=max(m.ts for m in records if m.ts is not None),
-        source=f"live:{platform}",
-    )
-    # A shorter list than before (a message deleted or the list replaced) leaves no stale tail behind.
+    ids = list(ids) if ids is not None else [str(n) for n in range(len(messages))]
     conn.execute(
-        "DELETE FROM ghostmem.messages WHERE owner = %s AND tier = %s AND conv_id = %s AND seq >= %s",
-        (owner, TIER, conv_id, len(records)),
+        "DELETE FROM ghostmem.messages WHERE owner = %s AND tier = %s AND conv_id = %s AND native_id <> ALL(%s)",
+        (owner, TIER, conv_id, ids),
+    )
+    record = _conversation(
+        conv_id, platform, _stamped(messages, ids), title=title, project=project, first=True
     )
     return save_conversation(conn, owner, TIER, record, embedder=embedder)
+
+
+def _last_message(conn: Connection[Any], owner: str, conv_id: str) -> tuple[int, str] | None:
+    """(seq, native_id) of the conversation's last message (one index probe, whatever its length)."""
+    row = conn.execute(
+        "SELECT seq, native_id FROM ghostmem.messages WHERE owner = %s AND tier = %s AND conv_id = %s"
+        " ORDER BY seq DESC LIMIT 1",
+        (owner, TIER, conv_id),
+    ).fetchone()
+    return (int(row[0]), str(row[1])) if row else None
 
 
 def append_messages(
@@ -104,19 +142,52 @@ def append_messages(
     embedder: Embedder | None,
     title: str | None = None,
     project: str | None = None,
+    ids: Sequence[str] | None = None,
 ) -> SaveResult:
-    """Add ``messages`` at the end of the conversation (created on first use)."""
+    """Add ``messages`` at the end of the conversation (created on first use).
+
+    Only the new messages are written and embedded: the cost is that of ``messages``, not of the conversation.
+    ``ids`` are their native ids (default: their positions); a message whose id is stored already is skipped.
+    """
     lock_conversation(conn, owner, conv_id)
-    existing = load_messages(conn, owner, conv_id)
+    if not messages:
+        return SaveResult()
+    last = _last_message(conn, owner, conv_id)
+    start = last[0] + 1 if last else 0
+    ids = list(ids) if ids is not None else [str(start + n) for n in range(len(messages))]
+    records = _stamped(messages, ids)
+    record = _conversation(conv_id, platform, records, title=title, project=project, first=last is None)
+    return save_conversation(conn, owner, TIER, record, embedder=embedder, append=True)
+
+
+def sync_messages(
+    conn: Connection[Any],
+    owner: str,
+    conv_id: str,
+    platform: Platform,
+    messages: Sequence[MessageRecord],
+    ids: Sequence[str],
+    *,
+    embedder: Embedder | None,
+    title: str | None = None,
+    project: str | None = None,
+) -> SaveResult:
+    """Make the stored conversation hold ``messages`` (identified by ``ids``), writing only what is new.
+
+    For a thread that grows (an agent's state), the stored messages are the first of ``messages``: only the rest is
+    appended, so a turn costs its own messages and syncing the same list twice writes nothing. When the stored
+    conversation is not such a beginning (the application removed or summarised messages), it is replaced.
+    """
+    lock_conversation(conn, owner, conv_id)
+    last = _last_message(conn, owner, conv_id)
+    stored = last[0] + 1 if last else 0
+    if last is None or (stored <= len(ids) and ids[stored - 1] == last[1]):
+        return append_messages(
+            conn, owner, conv_id, platform, messages[stored:], embedder=embedder, title=title, project=project,
+            ids=ids[stored:],
+        )  # fmt: skip
     return save_messages(
-        conn,
-        owner,
-        conv_id,
-        platform,
-        [*existing, *messages],
-        embedder=embedder,
-        title=title,
-        project=project,
+        conn, owner, conv_id, platform, messages, embedder=embedder, title=title, project=project, ids=ids
     )
 
 

@@ -19,6 +19,7 @@ Platform = Literal[
     "cursor",
     "langchain",
     "llamaindex",
+    "langgraph",
     "generic",
 ]
 PLATFORMS: tuple[str, ...] = get_args(Platform)

@@ -8,6 +8,7 @@ import llama_index_ghostmem
 
 def test_langchain_all_is_pinned() -> None:
     assert set(langchain_ghostmem.__all__) == {
+        "GhostMemCaptureMiddleware",
         "GhostMemChatMessageHistory",
         "GhostMemRetriever",
         "GhostMemStore",

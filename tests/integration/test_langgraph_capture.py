@@ -1,0 +1,145 @@
+"""GhostMemCaptureMiddleware: an agent's threads become personal memory, turn by turn, for the call's owner."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+from ghostmem import OPS, GhostMem
+from ghostmem.errors import InvalidArgument
+from langchain.agents import create_agent
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig, RunnableLambda
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.runtime import Runtime
+from support.adapters import ScriptedChatModel, call, seed_conversations
+
+from langchain_ghostmem import GhostMemCaptureMiddleware, GhostMemToolkit
+
+
+def every_tool_script(conv_id: str) -> ScriptedChatModel:
+    """Calls every ghostmem operation once, in OPS order, then answers."""
+    steps = {
+        "search_personal_memory": {"query": "vault tokens staging"},
+        "get_conversation": {"conv_id": conv_id},
+        "list_recent_conversations": {"days": 7},
+        "list_project_conversations": {"project": "infra"},
+        "get_conversation_summary": {"conv_id": conv_id},
+        "search_ghost_memories": {"query": "vault agents"},
+        "remember": {"content": "Restart the vault agents after renewing the staging tokens."},
+    }
+
+    def script(messages: Sequence[BaseMessage]) -> AIMessage:
+        done = [m for m in messages if isinstance(m, ToolMessage)]
+        turn = [m for m in messages if isinstance(m, HumanMessage)]
+        if len(turn) > 1:  # a later turn: answer at once
+            return AIMessage("Still the vault token rotation, nothing new.")
+        if len(done) < len(steps):
+            name = list(steps)[len(done)]
+            return call(name, len(done), **steps[name])
+        if len(done) == len(steps):  # feedback on the memory just remembered
+            memory_id = done[-1].artifact.memory.memory_id  # type: ignore[attr-defined]
+            return call("give_feedback", len(done), memory_id=memory_id, signal="endorse")
+        return AIMessage(
+            "Rotated the staging vault tokens: renew with the periodic role, then restart the agents."
+        )
+
+    return ScriptedChatModel(script=script)
+
+
+def test_an_agent_that_used_every_tool_is_captured_and_found(gm: GhostMem) -> None:
+    ids = seed_conversations(gm)
+    owner = f"alice-{uuid.uuid4().hex[:6]}"
+    with GhostMem(dsn=gm.dsn, owner=owner, embedder=gm.embedder) as alice:
+        seed_conversations(alice)
+        tools = GhostMemToolkit(alice).get_tools()
+        assert {t.name for t in tools} == {s.name for s in OPS}
+        capture = GhostMemCaptureMiddleware(gm)  # built for gm's owner; the call names alice
+        agent = create_agent(
+            every_tool_script(ids["vault"]), tools=tools, middleware=[capture], checkpointer=InMemorySaver()
+        )
+        config = {"configurable": {"thread_id": "thread-vault", "user_id": owner}}
+        out = agent.invoke({"messages": [HumanMessage("How did we rotate the vault tokens?")]}, config)
+        used = {m.name for m in out["messages"] if isinstance(m, ToolMessage)}
+        assert used == {s.name for s in OPS} and not any(
+            m.status == "error" for m in out["messages"] if isinstance(m, ToolMessage)
+        )
+        # found and listed right after the turn, in alice's memory (not in the middleware's default owner's)
+        hit = alice.search_personal_memory(
+            query="periodic role restart agents", platform="langgraph"
+        ).data.rows
+        assert hit and hit[0].conv_id == "thread-vault" and hit[0].platform == "langgraph"
+        recent = alice.list_recent_conversations(days=1, platform="langgraph").data.rows
+        assert [r.conv_id for r in recent] == ["thread-vault"] and recent[
+            0
+        ].title == "How did we rotate the vault tokens?"
+        assert gm.list_recent_conversations(days=1, platform="langgraph").data.rows == []
+        with alice.connection() as conn:
+            n, artifacts = conn.execute(
+                "SELECT count(*), count(*) FILTER (WHERE meta->'langchain'->'data' ? 'artifact') FROM ghostmem.messages"
+                " WHERE owner = %s AND conv_id = 'thread-vault'",
+                (owner,),
+            ).fetchone()  # type: ignore[misc]
+        assert n == len(out["messages"]) and artifacts == len(OPS)
+
+        # a second turn appends its two messages; syncing the same state again writes nothing
+        agent.invoke({"messages": [HumanMessage("Anything new on the vault?")]}, config)
+        state = agent.get_state(config).values["messages"]
+        with alice.connection() as conn:
+            rows = conn.execute(
+                "SELECT native_id FROM ghostmem.messages WHERE owner = %s AND conv_id = 'thread-vault' ORDER BY seq",
+                (owner,),
+            ).fetchall()
+        assert [r[0] for r in rows] == [m.id for m in state]
+        again = _in_a_call(capture, state, {"thread_id": "thread-vault", "user_id": owner})
+        assert again.messages_new == 0 and not again.updated
+
+
+def _in_a_call(
+    capture: GhostMemCaptureMiddleware, messages: list[BaseMessage], configurable: dict[str, str]
+) -> Any:
+    """Run the middleware's capture inside a call with this config (what a graph node sees)."""
+    config: RunnableConfig = {"configurable": configurable}
+    return RunnableLambda(lambda _: capture.capture(messages)).invoke(None, config)
+
+
+def test_a_rewritten_history_is_stored_as_it_now_is(gm: GhostMem) -> None:
+    capture = GhostMemCaptureMiddleware(gm)
+    where = {"thread_id": "t-rewrite"}
+    first = [HumanMessage("one", id="m1"), AIMessage("two", id="m2"), HumanMessage("three", id="m3")]
+    assert _in_a_call(capture, first, where).messages_new == 3
+    # a summarising middleware replaced the first two messages with a summary
+    rewritten = [
+        HumanMessage("summary: one, two", id="s1"),
+        HumanMessage("three", id="m3"),
+        AIMessage("four", id="m4"),
+    ]
+    _in_a_call(capture, rewritten, where)
+    with gm.connection() as conn:
+        rows = conn.execute(
+            "SELECT native_id, text FROM ghostmem.messages WHERE owner = %s AND conv_id = 't-rewrite' ORDER BY seq",
+            (gm.owner,),
+        ).fetchall()
+    assert rows == [("s1", "summary: one, two"), ("m3", "three"), ("m4", "four")]
+
+
+def test_owner_comes_from_the_context_and_a_thread_less_run_gets_its_own_id(gm: GhostMem) -> None:
+    capture = GhostMemCaptureMiddleware(gm, owner_key="tenant")
+    other = f"tenant-{uuid.uuid4().hex[:6]}"
+
+    class Ctx:
+        tenant = other
+
+    runtime = Runtime(context=Ctx())
+    config: RunnableConfig = {"configurable": {}}
+    messages = [HumanMessage("kubernetes ingress certificates expire tomorrow", id="q1")]
+    RunnableLambda(lambda _: capture.capture(messages, runtime)).invoke(None, config)
+    with GhostMem(dsn=gm.dsn, owner=other, embedder=gm.embedder) as tenant:
+        rows = tenant.list_recent_conversations(days=1).data.rows
+    assert [r.conv_id for r in rows] == ["run-q1"]
+    assert gm.list_recent_conversations(days=1).data.rows == []
+    for bad in ({"user_id": ""}, {"user_id": ["alice"]}):
+        with pytest.raises(InvalidArgument, match="must be a non-empty string"):
+            _in_a_call(GhostMemCaptureMiddleware(gm), messages, {"thread_id": "t", **bad})  # type: ignore[dict-item]
