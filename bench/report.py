@@ -295,6 +295,29 @@ def store_section(runs: list[dict[str, Any]]) -> str:
     return "\n".join(out)
 
 
+def capture_section(runs: list[dict[str, Any]]) -> str:
+    """``bench.capture``: one 2-message turn appended to a long captured conversation, three ways."""
+    if not runs:
+        return ""
+    out = ["## Live capture: one turn at the end of a long conversation\n"]
+    labels = {
+        "append": "`append_messages` (chat history, chat store)",
+        "sync": "`sync_messages` (capture middleware)",
+        "rewrite": "baseline: load and rewrite the whole conversation",
+    }
+    for r in runs:
+        out.append(f"### {r['messages']:,} messages, {r['turns']} turns, {r['model']}\n")
+        out.append(f"Reproduce: `{r['command']}` ({_provenance(r)}).\n")
+        rows = [(labels[k], s["p50_ms"], s["p95_ms"]) for k, s in r["per_turn"].items()]
+        out.append(_table(("whole call per 2-message turn", "p50 ms", "p95 ms"), rows))
+        ratio = r["ratio"]
+        out.append(
+            f"\nBaseline ÷ new: append {ratio['append_p50']} (p50) / {ratio['append_p95']} (p95), "
+            f"sync {ratio['sync_p50']} / {ratio['sync_p95']}.\n"
+        )
+    return "\n".join(out)
+
+
 def retrieval_section(runs: list[dict[str, Any]]) -> str:
     if not runs:
         return ""
@@ -443,6 +466,7 @@ def render(results_dir: Path = RESULTS, img_dir: Path = IMG, with_plots: bool = 
     parts.append(scale_section(results.get("scale", [])))
     parts.append(ingest_section(results.get("ingest", [])))
     parts.append(store_section(results.get("store", [])))
+    parts.append(capture_section(results.get("capture", [])))
     parts.append(ghost_section(results_dir, results.get("ghost_sim", [])))
     parts.append(METHOD)
     return "\n".join(p for p in parts if p).rstrip() + "\n"
