@@ -23,6 +23,13 @@ from langchain_ghostmem.messages import to_record
 PLATFORM: Platform = "langgraph"
 
 
+def owner_named(value: object) -> str | None:
+    """The owner a call's ``user_id`` (or other key) names: a non-empty string or an integer id, else None."""
+    if isinstance(value, bool) or not isinstance(value, str | int) or not str(value).strip():
+        return None
+    return str(value)
+
+
 class GhostMemCaptureMiddleware(AgentMiddleware):
     """Records each agent thread in personal memory as it runs, so the next search finds it.
 
@@ -78,9 +85,10 @@ class GhostMemCaptureMiddleware(AgentMiddleware):
             )
         if owner is None:
             return self.binding.owner
-        if not isinstance(owner, str | int) or not str(owner).strip():
+        named = owner_named(owner)
+        if named is None:
             raise InvalidArgument(f"The call's {self.owner_key!r} must be a non-empty string, not {owner!r}.")
-        return str(owner)
+        return named
 
     def capture(self, messages: Sequence[BaseMessage], runtime: Runtime[Any] | None = None) -> SaveResult:
         """Sync ``messages`` (the thread's whole list) to the running call's conversation."""

@@ -213,6 +213,8 @@ def cmd_import(args: argparse.Namespace) -> int:
     from ghostmem.ingest import import_langchain_table, watch
 
     with store(args) as gm:
+        if args.langgraph_checkpoints:
+            return _import_checkpoints(args, gm)
         if args.langchain_table:
             if not args.from_dsn:
                 raise GhostMemError("--langchain-table needs --from-dsn (the database holding the table)")
@@ -238,6 +240,18 @@ def cmd_import(args: argparse.Namespace) -> int:
             )
     emit(args, report.render(), report.to_dict())
     return 0 if report.ok else 1
+
+
+def _import_checkpoints(args: argparse.Namespace, gm: GhostMem) -> int:
+    try:
+        from langchain_ghostmem.checkpoints import import_langgraph_checkpoints
+    except ImportError as exc:
+        raise GhostMemError(
+            f"--langgraph-checkpoints needs the LangGraph extras: pip install 'ghostmem[langchain]' ({exc})"
+        ) from exc
+    done = import_langgraph_checkpoints(gm, args.langgraph_checkpoints)
+    emit(args, done.render(), done.to_dict())
+    return 0 if not done.problems else 1
 
 
 @command("embed")
@@ -366,6 +380,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="import a langchain-postgres chat history table (with --from-dsn)",
     )
     p.add_argument("--from-dsn", default=None, help="DSN of the database holding --langchain-table")
+    p.add_argument(
+        "--langgraph-checkpoints",
+        metavar="DSN",
+        default=None,
+        help="import the threads a LangGraph PostgresSaver holds in that database (incremental)",
+    )
     p = sub.add_parser("embed", parents=[common], help="embed messages imported with --no-embed")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p = sub.add_parser("forget", parents=[common], help="delete a conversation and never import it again")

@@ -16,7 +16,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.runtime import Runtime
 from support.adapters import ScriptedChatModel, call, seed_conversations
 
-from langchain_ghostmem import GhostMemCaptureMiddleware, GhostMemToolkit
+from langchain_ghostmem import GhostMemCaptureMiddleware, GhostMemTool, GhostMemToolkit
 
 
 def every_tool_script(conv_id: str) -> ScriptedChatModel:
@@ -143,3 +143,47 @@ def test_owner_comes_from_the_context_and_a_thread_less_run_gets_its_own_id(gm: 
     for bad in ({"user_id": ""}, {"user_id": ["alice"]}):
         with pytest.raises(InvalidArgument, match="must be a non-empty string"):
             _in_a_call(GhostMemCaptureMiddleware(gm), messages, {"thread_id": "t", **bad})  # type: ignore[dict-item]
+
+
+def test_threads_a_postgres_saver_holds_are_imported_incrementally(gm: GhostMem, server_dsn: str) -> None:
+    from langgraph.checkpoint.postgres import PostgresSaver
+
+    from bench.common import throwaway_database
+    from langchain_ghostmem.checkpoints import import_langgraph_checkpoints
+
+    alice, bob = f"alice-{uuid.uuid4().hex[:6]}", f"bob-{uuid.uuid4().hex[:6]}"
+
+    def answer(messages: Sequence[BaseMessage]) -> AIMessage:
+        return AIMessage(f"Noted: {messages[-1].text}")
+
+    with (
+        throwaway_database(server_dsn, "ghostmem_test_saver") as saver_dsn,
+        PostgresSaver.from_conn_string(saver_dsn) as saver,
+    ):
+        saver.setup()
+        tools = [GhostMemTool("list_recent_conversations", gm)]
+        agent = create_agent(ScriptedChatModel(script=answer), tools=tools, checkpointer=saver)
+        for thread, user, text in (
+            ("t-alice", alice, "the staging certificates expire on Friday"),
+            ("t-bob", bob, "lunch order: ramen for the team"),
+            ("t-nobody", None, "a thread without a user id"),
+        ):
+            configurable = {"thread_id": thread, **({"user_id": user} if user else {})}
+            agent.invoke({"messages": [HumanMessage(text)]}, {"configurable": configurable})
+        first = import_langgraph_checkpoints(gm, saver_dsn)
+        assert (first.threads, first.conversations_new, first.messages_new) == (3, 3, 6)
+        assert first.owners == {alice, bob, gm.owner} and first.problems == []
+        again = import_langgraph_checkpoints(gm, saver_dsn)
+        assert (again.conversations_new, again.messages_new) == (0, 0)  # incremental: nothing new
+        agent.invoke(
+            {"messages": [HumanMessage("and the prod ones in May")]},
+            {"configurable": {"thread_id": "t-alice", "user_id": alice}},
+        )
+        assert import_langgraph_checkpoints(gm, saver_dsn).messages_new == 2
+    with GhostMem(dsn=gm.dsn, owner=alice, embedder=gm.embedder) as mine:
+        rows = mine.search_personal_memory(
+            query="staging certificates expire", platform="langgraph"
+        ).data.rows
+        assert [r.conv_id for r in rows] == ["t-alice"] and rows[0].msg_count == 4
+        found = {r.conv_id for r in mine.search_personal_memory(query="ramen lunch order").data.rows}
+        assert "t-bob" not in found  # bob's thread is bob's
