@@ -13,17 +13,16 @@ fields); ``None`` stores the item unindexed. Its vector is computed only when it
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-import numpy as np
 from psycopg import Connection, sql
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
+from ghostmem.db import vector
 from ghostmem.embed import Embedder
 from ghostmem.errors import InvalidArgument
 from ghostmem.search import HNSW_EF_SEARCH, RRF_K, vector_weight
@@ -110,33 +109,32 @@ def write_items(conn: Connection[Any], owner: str, writes: Sequence[ItemWrite], 
         if to_embed
         else {}
     )
-    rows = [
-        {
-            "namespace": list(w.namespace),
-            "key": w.key,
-            "value": dict(w.value or {}),
-            "text": w.text.replace("\x00", "") if w.text is not None else None,
-            "embedding": json.dumps(vectors[n]) if n in vectors else None,
-            "ttl": w.ttl_minutes,
-        }
-        for n, w in enumerate(puts)
-    ]
-    conn.execute(
-        """
-        INSERT INTO ghostmem.store_items AS i
-            (owner, namespace, key, value, text, tsv, embedding, ttl_minutes, expires_at)
-        SELECT %s, w.namespace, w.key, w.value, w.text, ghostmem.lexemes(w.text), w.embedding::vector, w.ttl,
-               now() + w.ttl * interval '1 minute'
-        FROM jsonb_to_recordset(%s)
-            AS w(namespace text[], key text, value jsonb, text text, embedding text, ttl float8)
-        ON CONFLICT (owner, namespace, key) DO UPDATE SET
-            value = EXCLUDED.value, text = EXCLUDED.text, tsv = EXCLUDED.tsv,
-            embedding = CASE WHEN EXCLUDED.text IS NOT DISTINCT FROM i.text AND EXCLUDED.embedding IS NULL
-                             THEN i.embedding ELSE EXCLUDED.embedding END,
-            ttl_minutes = EXCLUDED.ttl_minutes, expires_at = EXCLUDED.expires_at, updated_at = now()
-        """,
-        (owner, Jsonb(rows)),
-    )
+    with conn.cursor() as cur:
+        cur.executemany(
+            """
+            INSERT INTO ghostmem.store_items AS i
+                (owner, namespace, key, value, text, tsv, embedding, ttl_minutes, expires_at)
+            VALUES (%(owner)s, %(namespace)s, %(key)s, %(value)s, %(text)s, ghostmem.lexemes(%(text)s),
+                    %(embedding)s, %(ttl)s, now() + %(ttl)s * interval '1 minute')
+            ON CONFLICT (owner, namespace, key) DO UPDATE SET
+                value = EXCLUDED.value, text = EXCLUDED.text, tsv = EXCLUDED.tsv,
+                embedding = CASE WHEN EXCLUDED.text IS NOT DISTINCT FROM i.text AND EXCLUDED.embedding IS NULL
+                                 THEN i.embedding ELSE EXCLUDED.embedding END,
+                ttl_minutes = EXCLUDED.ttl_minutes, expires_at = EXCLUDED.expires_at, updated_at = now()
+            """,
+            [
+                {
+                    "owner": owner,
+                    "namespace": list(w.namespace),
+                    "key": w.key,
+                    "value": Jsonb(dict(w.value or {})),
+                    "text": w.text.replace("\x00", "") if w.text is not None else None,
+                    "embedding": vectors.get(n),
+                    "ttl": w.ttl_minutes,
+                }
+                for n, w in enumerate(puts)
+            ],
+        )
 
 
 def _item(row: Mapping[str, Any], scored: bool = False) -> Item:
@@ -304,7 +302,7 @@ def search_items(
             query=params(query),
             scope=scope,
             depth=params(depth),
-            vector=params(np.asarray(embedder.embed_query(query), dtype=np.float32)),
+            vector=params(vector(embedder.embed_query(query))),
             k=sql.Literal(RRF_K),
             weight=params(weight),
             best=params((1.0 + weight) / (RRF_K + 1)),
@@ -396,19 +394,9 @@ def embed_pending_items(conn: Connection[Any], embedder: Embedder, batch_size: i
         after = (rows[-1][0], rows[-1][1], rows[-1][2])
         cuts = [(r, cut) for r in rows if (cut := embeddable(r[3])) is not None]
         vectors = embedder.embed_documents([cut for _, cut in cuts]) if cuts else []
-        conn.execute(
-            """
-            UPDATE ghostmem.store_items i SET embedding = u.embedding::vector
-            FROM jsonb_to_recordset(%s) AS u(owner text, namespace text[], key text, embedding text)
-            WHERE i.owner = u.owner AND i.namespace = u.namespace AND i.key = u.key
-            """,
-            (
-                Jsonb(
-                    [
-                        {"owner": r[0], "namespace": r[1], "key": r[2], "embedding": json.dumps(v)}
-                        for (r, _), v in zip(cuts, vectors, strict=True)
-                    ]
-                ),
-            ),
-        )
+        with conn.cursor() as cur:
+            cur.executemany(
+                "UPDATE ghostmem.store_items SET embedding = %s WHERE owner = %s AND namespace = %s AND key = %s",
+                [(vector(v), r[0], r[1], r[2]) for (r, _), v in zip(cuts, vectors, strict=True)],
+            )
         done += len(cuts)
