@@ -1,5 +1,6 @@
 """Migrations against a real server: applied once and recorded, by two processes at once, a dimension mismatch
-explained, and nothing to create once the schema is current."""
+explained, nothing to create once the schema is current, and an existing store (migrated to 050, holding data)
+upgraded with its data and its rankings unchanged."""
 
 from __future__ import annotations
 
@@ -7,11 +8,22 @@ import json
 import os
 import subprocess
 import sys
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import psycopg
 import pytest
+from ghostmem import GhostMem, HashEmbedder
 from ghostmem.db import migrate as migrations
 from ghostmem.db import prepare
+from psycopg import sql
+from psycopg.rows import dict_row
+
+RUNTIME = "ghostmem_runtime"
+LANDED = 50  # the last migration of the first release: stores in the wild are at least this far
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def test_migrations_apply_once_and_are_recorded(pg_dsn: str) -> None:
@@ -84,3 +96,136 @@ def test_current_schema_needs_no_create_rights(pg_dsn: str) -> None:
             conn.execute(f"REVOKE ALL ON ALL TABLES IN SCHEMA ghostmem_migrations, ghostmem FROM {role}")
             conn.execute(f"REVOKE ALL ON SCHEMA ghostmem_migrations, ghostmem FROM {role}")
             conn.execute(f"DROP ROLE {role}")
+
+
+# -- upgrading an existing store ----------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def empty_dsn(server_dsn: str) -> Iterator[str]:
+    """A database of its own, with nothing in it."""
+    name = f"ghostmem_upgrade_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(server_dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    info = psycopg.conninfo.conninfo_to_dict(server_dsn)
+    info["dbname"] = name
+    try:
+        yield psycopg.conninfo.make_conninfo(**info)
+    finally:
+        with psycopg.connect(server_dsn, autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+def _vec(text: str) -> str:
+    return str(HashEmbedder().embed_query(text))
+
+
+def _fill_a_landed_store(conn: psycopg.Connection[Any], owner: str) -> list[int]:
+    """What a store at 050 holds: a conversation with messages, ghost memories with feedback and activations,
+    written through the SQL of that version only (today's Python may need later migrations)."""
+    conn.execute(
+        "INSERT INTO ghostmem.conversations (owner, tier, conv_id, platform, title, started_at, ended_at, msg_count)"
+        " VALUES (%s, 'personal', 'conv-1', 'claude_code', 'fixing the flaky deploy', %s, %s, 2)",
+        (owner, T0, T0 + timedelta(minutes=5)),
+    )
+    for seq, (role, text) in enumerate(
+        [("user", "the deploy script times out on the staging cluster"), ("assistant", "raise the timeout")]
+    ):
+        conn.execute(
+            "INSERT INTO ghostmem.messages (owner, tier, conv_id, seq, native_id, role, text, ts, platform,"
+            " content_hash, embedding) VALUES (%s, 'personal', 'conv-1', %s, %s, %s, %s, %s, 'claude_code',"
+            " sha256(convert_to(%s, 'UTF8')), %s::vector)",
+            (owner, seq, f"m{seq}", role, text, T0 + timedelta(minutes=seq), text, _vec(text)),
+        )
+    ids = []
+    for i, (content, scope, project, allowlist) in enumerate(
+        [
+            ("always drain the node before a kubernetes upgrade", "global", None, []),
+            ("deploy staging before production", "project", "alpha", []),
+            ("the billing export runs at midnight", "shared-restricted", None, ["alpha", "beta"]),
+            ("never deploy on a friday", "global", "alpha", []),
+        ]
+    ):
+        row = conn.execute(
+            "SELECT (agent.remember_at(%s, %s, %s, 'rule', %s, %s, %s, %s::vector, NULL)).memory_id",
+            (T0 + timedelta(days=i), owner, content, scope, project, allowlist, _vec(content)),
+        ).fetchone()
+        assert row is not None
+        ids.append(int(row[0]))
+    for day, (memory, signal) in enumerate([(0, "endorse"), (1, "correct"), (3, "incident_prevented")]):
+        conn.execute(
+            "SELECT agent.give_feedback_at(%s, %s, 'alpha', %s, %s, 'why')",
+            (T0 + timedelta(days=10 + day), owner, ids[memory], signal),
+        )
+    for day in range(3):
+        conn.execute(
+            "SELECT count(*) FROM agent.search_ghost_ranked_at(%s, %s, 'alpha', %s, %s::vector, 'default', 2)",
+            (T0 + timedelta(days=20 + day), owner, "deploy", _vec("deploy")),
+        )
+    return ids
+
+
+def _rankings(conn: psycopg.Connection[Any], owner: str) -> list[list[tuple[int, float, dict[str, float]]]]:
+    """Each formula's ranking (overview and a query, with and without a claim) at a fixed moment."""
+    out = []
+    with conn.cursor(row_factory=dict_row) as cur:
+        for formula in ("default", "literal"):
+            for claimed in (None, "alpha", "beta"):
+                for query in ("", "deploy production", "kubernetes"):
+                    cur.execute(
+                        "SELECT memory_id, score, breakdown FROM agent.rank_ghosts_at(%s, %s, %s, %s, %s::vector,"
+                        " %s, 10)",
+                        (
+                            T0 + timedelta(days=40),
+                            owner,
+                            claimed,
+                            query,
+                            _vec(query) if query else None,
+                            formula,
+                        ),
+                    )
+                    out.append([(r["memory_id"], r["score"], r["breakdown"]) for r in cur.fetchall()])
+    return out
+
+
+def test_a_store_at_050_with_data_upgrades_to_the_current_schema(empty_dsn: str) -> None:
+    owner = f"upgrade-{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(empty_dsn, autocommit=True) as conn:
+        landed = migrations.migrate(conn, 384, "hash", RUNTIME, upto=LANDED)
+        assert landed[-1] == "050_clusters"
+        ids = _fill_a_landed_store(conn, owner)
+        before = _rankings(conn, owner)
+        counts = conn.execute(
+            "SELECT (SELECT count(*) FROM ghostmem.messages), (SELECT count(*) FROM agent.ghost_feedback),"
+            " (SELECT sum(activation_count + overview_count) FROM agent.ghost_memories)"
+        ).fetchone()
+
+        upgraded = migrations.migrate(conn, 384, "hash", RUNTIME)
+        assert upgraded == [f"{m.version:03d}_{m.name}" for m in migrations.available() if m.version > LANDED]
+        assert upgraded, "nothing to upgrade: this test would prove nothing"
+        assert migrations.is_current(conn)
+        after = _rankings(conn, owner)
+        assert (
+            conn.execute(
+                "SELECT (SELECT count(*) FROM ghostmem.messages), (SELECT count(*) FROM agent.ghost_feedback),"
+                " (SELECT sum(activation_count + overview_count) FROM agent.ghost_memories)"
+            ).fetchone()
+            == counts
+        )
+
+    assert len(after) == len(before) and any(len(r) > 1 for r in before)
+    for old, new in zip(before, after, strict=True):
+        assert [m for m, _, _ in new] == [m for m, _, _ in old]
+        for (_, old_score, old_terms), (_, new_score, new_terms) in zip(old, new, strict=True):
+            assert new_score == pytest.approx(old_score, abs=1e-12)
+            assert new_terms.keys() == old_terms.keys()
+            assert all(new_terms[k] == pytest.approx(old_terms[k], abs=1e-12) for k in old_terms)
+
+    # the upgraded store serves every surface as it did
+    with GhostMem(dsn=empty_dsn, owner=owner, embedder=HashEmbedder(), current_project="alpha") as gm:
+        assert [h.conv_id for h in gm.search_personal_memory("deploy staging cluster timeout").data.rows] == [
+            "conv-1"
+        ]
+        assert ids[1] in {r.memory_id for r in gm.search_ghost_memories("deploy").data.rows}
+        assert gm.give_feedback(ids[0], "endorse").data.memory.memory_id == ids[0]
+        assert gm.remember("rotate the staging keys").data.created

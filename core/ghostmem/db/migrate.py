@@ -57,8 +57,11 @@ def is_current(conn: Connection[Any]) -> bool:
         return False
 
 
-def migrate(conn: Connection[Any], dims: int, embed_model: str, runtime_role: str) -> list[str]:
-    """Apply every pending migration; returns the names applied. ``conn`` must be in autocommit mode.
+def migrate(
+    conn: Connection[Any], dims: int, embed_model: str, runtime_role: str, upto: int | None = None
+) -> list[str]:
+    """Apply every pending migration (up to version ``upto``, to build an older store); returns the names
+    applied. ``conn`` must be in autocommit mode.
 
     Migrations read ``ghostmem.dims``, ``ghostmem.embed_model`` and ``ghostmem.runtime_role`` with
     ``current_setting``: values are set per transaction, never formatted into the SQL text.
@@ -74,7 +77,7 @@ def migrate(conn: Connection[Any], dims: int, embed_model: str, runtime_role: st
         done = set(applied(conn))
         names = []
         for migration in available():
-            if migration.version in done:
+            if migration.version in done or (upto is not None and migration.version > upto):
                 continue
             with conn.transaction():
                 conn.execute("SELECT set_config('ghostmem.dims', %s, true)", (str(dims),))

@@ -225,18 +225,22 @@ class EmbeddedServer:
         raise DatabaseUnavailable(f"the embedded PostgreSQL server did not become ready; see {self.logfile}")
 
     def _ensure_database(self, status: ServerStatus) -> None:
+        """Create ghostmem's database if missing; it is ghostmem's alone, so no role but the superuser may create
+        temporary objects in it (the runtime role's members included: a temp object is how a caller tries to shadow
+        names inside SECURITY DEFINER functions). Revoked on every start, so older stores get it too."""
         import psycopg
+        from psycopg import sql
 
         admin = status.dsn("postgres")
         assert admin is not None
+        database = sql.Identifier(EMBEDDED_DATABASE)
         with psycopg.connect(admin, autocommit=True) as conn:
             exists = conn.execute(
                 "SELECT 1 FROM pg_database WHERE datname = %s", (EMBEDDED_DATABASE,)
             ).fetchone()
             if not exists:
-                from psycopg import sql
-
-                conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(EMBEDDED_DATABASE)))
+                conn.execute(sql.SQL("CREATE DATABASE {}").format(database))
+            conn.execute(sql.SQL("REVOKE TEMPORARY ON DATABASE {} FROM PUBLIC").format(database))
 
 
 def _install_dir() -> Path:

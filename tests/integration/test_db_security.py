@@ -1,0 +1,315 @@
+"""The database boundary under attack: SECURITY DEFINER functions against a login granted the runtime role that
+shadows type and table names with temporary objects, and the privileges that role ends up with."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import psycopg
+import pytest
+from ghostmem import GhostMem, HashEmbedder
+from ghostmem.config import EMBEDDED_DATABASE
+from psycopg import sql
+
+pytestmark = pytest.mark.db
+
+RUNTIME = "ghostmem_runtime"
+# Schemas whose functions the database's own extensions and PostgreSQL provide: everything else is ghostmem's.
+SYSTEM_SCHEMAS = ("pg_catalog", "information_schema", "pg_toast")
+TAG = "ghostmem-attack"
+
+
+@pytest.fixture
+def admin(gm: GhostMem) -> Iterator[psycopg.Connection[Any]]:
+    """The migrating role on a migrated test database, autocommit."""
+    gm.connect()
+    with psycopg.connect(gm.dsn, autocommit=True) as conn:
+        yield conn
+
+
+def _routines_with_pinned_paths(conn: psycopg.Connection[Any]) -> list[tuple[str, bool, str | None]]:
+    """(routine, is SECURITY DEFINER, pinned search_path) of every routine not shipped by PostgreSQL or an
+    extension, in every schema, that is a definer or pins a search_path."""
+    rows = conn.execute(
+        """
+        SELECT p.oid::regprocedure::text, p.prosecdef,
+               (SELECT substr(c, length('search_path=') + 1) FROM unnest(p.proconfig) c
+                 WHERE c LIKE 'search_path=%%')
+          FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+         WHERE n.nspname <> ALL (%s) AND n.nspname NOT LIKE 'pg\\_temp\\_%%' AND n.nspname NOT LIKE 'pg\\_toast%%'
+           AND NOT EXISTS (SELECT 1 FROM pg_depend d
+                            WHERE d.classid = 'pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'e')
+           AND (p.prosecdef OR EXISTS (SELECT 1 FROM unnest(p.proconfig) c WHERE c LIKE 'search_path=%%'))
+         ORDER BY 1
+        """,
+        (list(SYSTEM_SCHEMAS),),
+    ).fetchall()
+    return [(r[0], r[1], r[2]) for r in rows]
+
+
+def _path(value: str) -> list[str]:
+    return [part.strip().strip('"') for part in value.split(",")]
+
+
+def test_every_definer_function_pins_a_trusted_path_ending_in_pg_temp(admin: psycopg.Connection[Any]) -> None:
+    """Any SECURITY DEFINER function (any lane, any schema, present or future) that forgets pg_temp fails here."""
+    routines = _routines_with_pinned_paths(admin)
+    definers = [name for name, definer, _ in routines if definer]
+    assert "agent.search_ghost_ranked(text,text,text,vector,text,integer)" in definers
+    for name, _, path in routines:
+        assert path is not None, f"{name} is SECURITY DEFINER without SET search_path"
+        parts = _path(path)
+        assert parts[0] == "pg_catalog" and parts[-1] == "pg_temp", f"{name}: search_path = {path}"
+        assert "pg_temp" not in parts[:-1] and "$user" not in parts, f"{name}: search_path = {path}"
+        for schema in parts[1:-1]:  # trusted: the runtime role can create nothing there
+            has = admin.execute("SELECT has_schema_privilege(%s, %s, 'CREATE')", (RUNTIME, schema)).fetchone()
+            assert has == (False,), f"{name}: the runtime role may create objects in {schema}"
+
+
+def test_no_function_of_agent_is_executable_by_public(admin: psycopg.Connection[Any]) -> None:
+    """The runtime role executes the API because it was granted it by name, never through PUBLIC."""
+    rows = admin.execute(
+        """
+        SELECT p.oid::regprocedure::text, p.proacl IS NULL
+                   OR EXISTS (SELECT 1 FROM aclexplode(p.proacl) a WHERE a.grantee = 0)
+          FROM pg_proc p WHERE p.pronamespace = 'agent'::regnamespace
+        """
+    ).fetchall()
+    assert rows and [name for name, public in rows if public] == []
+
+
+def test_runtime_role_may_create_nothing(admin: psycopg.Connection[Any]) -> None:
+    database = admin.info.dbname
+    assert admin.execute(
+        "SELECT has_database_privilege(%s, %s, 'CREATE')", (RUNTIME, database)
+    ).fetchone() == (False,)
+    schemas = [
+        r[0] for r in admin.execute("SELECT nspname FROM pg_namespace WHERE nspname NOT LIKE 'pg\\_%'")
+    ]
+    assert "agent" in schemas and "public" in schemas
+    creatable = [
+        s
+        for s in schemas
+        if admin.execute("SELECT has_schema_privilege(%s, %s, 'CREATE')", (RUNTIME, s)).fetchone() != (False,)
+    ]
+    assert creatable == []
+
+
+@pytest.mark.skipif(bool(os.environ.get("GHOSTMEM_TEST_DSN")), reason="the embedded server's own database")
+def test_embedded_database_gives_the_runtime_role_no_temp(
+    admin: psycopg.Connection[Any], server_dsn: str
+) -> None:
+    """ghostmem owns the embedded server's database, so it revokes TEMP from PUBLIC there: a login granted the
+    runtime role cannot even create the temporary objects the attack below needs."""
+    role = f"ghostmem_tmp_{uuid.uuid4().hex[:8]}"
+    admin.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(role)))
+    admin.execute(sql.SQL("GRANT {} TO {}").format(sql.Identifier(RUNTIME), sql.Identifier(role)))
+    info = psycopg.conninfo.conninfo_to_dict(server_dsn)
+    try:
+        with psycopg.connect(psycopg.conninfo.make_conninfo(**{**info, "dbname": EMBEDDED_DATABASE})) as conn:
+            assert conn.execute(
+                "SELECT has_database_privilege(%s, current_database(), 'TEMP')", (RUNTIME,)
+            ).fetchone() == (False,)
+        info.update(dbname=EMBEDDED_DATABASE, user=role)
+        with (
+            psycopg.connect(psycopg.conninfo.make_conninfo(**info)) as conn,
+            pytest.raises(psycopg.errors.InsufficientPrivilege, match="temporary"),
+        ):
+            conn.execute("CREATE TEMP TABLE text (x int)")
+    finally:
+        admin.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(role)))
+
+
+# -- the attack ---------------------------------------------------------------------------------------------------
+
+# temp table name (its row type shadows the type of that name) -> the real type cast into it by the attacker
+SHADOWS = {
+    "text": "pg_catalog.text",
+    "int4": "pg_catalog.int4",
+    "int8": "pg_catalog.int8",
+    "float8": "pg_catalog.float8",
+    "bool": "pg_catalog.bool",
+    "jsonb": "pg_catalog.jsonb",
+    "tsquery": "pg_catalog.tsquery",
+    "tsvector": "pg_catalog.tsvector",
+    "timestamptz": "pg_catalog.timestamptz",
+    "regconfig": "pg_catalog.regconfig",
+    "vector": "public.vector",
+    "ghost_hit": "agent.ghost_hit",
+    "ghost_written": "agent.ghost_written",
+    "ghost_score": "agent.ghost_score",
+    "ghost_memories": "agent.ghost_memories",
+}
+# temp tables only: names of ghostmem's tables, in case a body named one without its schema
+RELATIONS = ("ghost_feedback", "role_projects", "runtime_roles", "settings", "conversations", "messages")
+# one sample value per real type, cast in the attacker's own session to prove the trap is armed
+ARMED = {"text": "'x'", "int4": "1", "tsquery": "'x'", "vector": "'[1,2,3]'"}
+
+
+def _arm(conn: psycopg.Connection[Any]) -> list[str]:
+    """Create the shadowing temp objects in the attacker's session; returns the casts that could be created."""
+    conn.execute("CREATE TEMP TABLE loot (what pg_catalog.text, who pg_catalog.text, taken pg_catalog.int8)")
+    armed = []
+    for name in RELATIONS:
+        conn.execute(sql.SQL("CREATE TEMP TABLE {} (x pg_catalog.int4)").format(sql.Identifier(name)))
+    for name, real in SHADOWS.items():
+        conn.execute(sql.SQL("CREATE TEMP TABLE {} (x pg_catalog.int4)").format(sql.Identifier(name)))
+        evil = sql.Identifier(f"evil_{name}")
+        conn.execute(
+            sql.SQL(
+                "CREATE FUNCTION pg_temp.{evil}(v {real}) RETURNS pg_temp.{name} LANGUAGE plpgsql AS $f$\n"
+                "DECLARE taken pg_catalog.int8;\n"
+                "BEGIN\n"
+                "  RAISE NOTICE '% ran % as %', {tag}, {name_lit}, current_user;\n"
+                "  IF pg_catalog.has_table_privilege('agent.ghost_memories', 'SELECT') THEN\n"
+                "    EXECUTE 'SELECT pg_catalog.count(*) FROM agent.ghost_memories' INTO taken;\n"
+                "  END IF;\n"
+                "  INSERT INTO pg_temp.loot VALUES ({name_lit}, current_user, taken);\n"
+                "  RETURN NULL;\n"
+                "END $f$"
+            ).format(
+                evil=evil,
+                real=sql.SQL(real),
+                name=sql.Identifier(name),
+                tag=sql.Literal(TAG),
+                name_lit=sql.Literal(name),
+            )
+        )
+        try:
+            with conn.transaction():
+                conn.execute(
+                    sql.SQL(
+                        "CREATE CAST ({real} AS pg_temp.{name}) WITH FUNCTION pg_temp.{evil}({real}) AS IMPLICIT"
+                    ).format(real=sql.SQL(real), name=sql.Identifier(name), evil=evil)
+                )
+            armed.append(name)
+        except psycopg.Error:
+            continue  # e.g. a cast PostgreSQL refuses to create; the temp type still shadows the name
+    return armed
+
+
+class Notices:
+    def __init__(self, conn: psycopg.Connection[Any]) -> None:
+        self.seen: list[str] = []
+        conn.add_notice_handler(lambda diag: self.seen.append(diag.message_primary or ""))
+
+    def attack(self) -> list[str]:
+        return [n for n in self.seen if TAG in n]
+
+
+def _api_calls(owner: str, victim_id: int, own_id: int) -> list[tuple[str, str, tuple[Any, ...]]]:
+    """Every API function with the arguments that drive it through each of its branches."""
+    vec = "[" + ",".join(["0.05"] * 384) + "]"
+    search = "SELECT * FROM agent.search_ghost_ranked(%s, %s, %s, %s::public.vector, %s, %s)"
+    remember = "SELECT * FROM agent.remember(%s, %s, %s, %s, %s, %s::pg_catalog.text[], %s::public.vector)"
+    feedback = "SELECT * FROM agent.give_feedback(%s, %s, %s, %s, %s)"
+    return [
+        ("claim_refusal", "SELECT agent.claim_refusal(%s)", (None,)),
+        ("claim_refusal", "SELECT agent.claim_refusal(%s)", ("alpha",)),
+        ("search_ghost_ranked", search, (owner, None, "", None, "default", 10)),
+        ("search_ghost_ranked", search, (owner, "alpha", "deploy the rules", vec, "default", 5)),
+        ("search_ghost_ranked", search, (owner, "alpha", "deploy the rules", vec, "literal", 5)),
+        ("search_ghost_ranked", search, ("victim", None, "secret", vec, "default", 5)),
+        ("remember", remember, (owner, "a new global rule", "rule", "global", None, [], vec)),
+        (
+            "remember",
+            remember,
+            (owner, "a new global rule!", "rule", "global", None, [], vec),
+        ),  # near-duplicate
+        ("remember", remember, (owner, "a project rule", "warning", "project", "alpha", [], vec)),
+        (
+            "remember",
+            remember,
+            (owner, "a shared rule", "fact", "shared-restricted", None, ["alpha", "b"], vec),
+        ),
+        ("give_feedback", feedback, (owner, None, own_id, "endorse", "worked")),
+        ("give_feedback", feedback, (owner, "alpha", own_id, "correct", None)),
+        ("give_feedback", feedback, (owner, None, victim_id, "incident_prevented", "steal")),
+    ]
+
+
+def test_temp_objects_never_run_inside_the_definer_functions(
+    admin: psycopg.Connection[Any], pg_dsn: str, owner: str
+) -> None:
+    """A login granted the runtime role shadows text, int4, text[], vector, tsquery, ghostmem's composite types
+    and tables with temp objects, with implicit casts into them that report and record who runs them; then calls
+    every function it may execute. None of its code may run (no notice, no row) and it still reads no table."""
+    with GhostMem(dsn=pg_dsn, owner="victim", embedder=HashEmbedder()) as victim:
+        victim_id = victim.remember("the victim's secret rule").data.memory.memory_id
+    with GhostMem(dsn=pg_dsn, owner=owner, embedder=HashEmbedder()) as gm:
+        own_id = gm.remember(
+            "deploy the rules on Mondays", scope="project", project="alpha"
+        ).data.memory.memory_id
+
+    role = f"ghostmem_attacker_{uuid.uuid4().hex[:8]}"
+    ident = sql.Identifier(role)
+    admin.execute(sql.SQL("CREATE ROLE {} LOGIN").format(ident))
+    admin.execute(sql.SQL("GRANT {} TO {}").format(sql.Identifier(RUNTIME), ident))
+    # a managed server leaves TEMP to PUBLIC: grant it explicitly, so the attack is possible on any test server
+    admin.execute(
+        sql.SQL("GRANT TEMPORARY ON DATABASE {} TO {}").format(sql.Identifier(admin.info.dbname), ident)
+    )
+    info = psycopg.conninfo.conninfo_to_dict(pg_dsn)
+    info["user"] = role
+    calls = _api_calls(owner, victim_id, own_id)
+    try:
+        with psycopg.connect(psycopg.conninfo.make_conninfo(**info), autocommit=True) as conn:
+            notices = Notices(conn)
+            armed = _arm(conn)
+            assert {"text", "int4", "tsquery", "vector", "ghost_hit"} <= set(armed), armed
+            # the trap is live: in the attacker's own statements the names resolve to its objects and its code runs
+            for name, value in ARMED.items():
+                conn.execute(
+                    sql.SQL("SELECT {value}::{real}::{name}").format(
+                        value=sql.SQL(value), real=sql.SQL(SHADOWS[name]), name=sql.Identifier(name)
+                    )
+                )
+            assert len(notices.attack()) == len(ARMED)
+            assert conn.execute("SELECT pg_catalog.count(*) FROM pg_temp.loot").fetchone() == (len(ARMED),)
+            conn.execute("DELETE FROM pg_temp.loot")
+            notices.seen.clear()
+
+            # every definer function the role may execute is called below (a new API function fails here first)
+            executable = {
+                r[0]
+                for r in conn.execute(
+                    "SELECT p.proname::pg_catalog.text FROM pg_catalog.pg_proc p"
+                    " WHERE p.prosecdef AND pg_catalog.has_function_privilege(p.oid, 'EXECUTE')"
+                    "   AND p.pronamespace <> 'pg_catalog'::pg_catalog.regnamespace"
+                )
+            }
+            assert executable == {name for name, _, _ in calls}
+
+            for search_path in ("DEFAULT", "pg_temp, public"):
+                conn.execute(sql.SQL("SET search_path = {}").format(sql.SQL(search_path)))
+                for name, statement, params in calls:
+                    conn.execute(statement, params).fetchall()  # every call succeeds ...
+                    assert notices.attack() == [], (
+                        name,
+                        params,
+                        notices.attack(),
+                    )  # ... running nothing of ours
+                looted = conn.execute("SELECT * FROM pg_temp.loot").fetchall()
+                assert looted == []
+
+            conn.execute("RESET search_path")
+            tables = admin.execute(
+                "SELECT format('%I.%I', schemaname, tablename) FROM pg_tables"
+                " WHERE schemaname IN ('ghostmem', 'agent') ORDER BY 1"
+            ).fetchall()
+            assert len(tables) >= 10
+            for (table,) in tables:
+                for as_runtime in (False, True):
+                    with pytest.raises(psycopg.errors.InsufficientPrivilege), conn.transaction():
+                        if as_runtime:
+                            conn.execute(sql.SQL("SET LOCAL ROLE {}").format(sql.Identifier(RUNTIME)))
+                        conn.execute(sql.SQL("SELECT * FROM {} LIMIT 1").format(sql.SQL(table)))
+            conn.execute(
+                "DISCARD TEMP"
+            )  # its temp objects (and the casts into them), before the role is dropped
+    finally:
+        admin.execute(sql.SQL("DROP OWNED BY {}").format(ident))
+        admin.execute(sql.SQL("DROP ROLE {}").format(ident))
