@@ -14,8 +14,6 @@ from ghostmem import GhostMem, HashEmbedder
 from ghostmem.config import EMBEDDED_DATABASE
 from psycopg import sql
 
-pytestmark = pytest.mark.db
-
 RUNTIME = "ghostmem_runtime"
 # Schemas whose functions the database's own extensions and PostgreSQL provide: everything else is ghostmem's.
 SYSTEM_SCHEMAS = ("pg_catalog", "information_schema", "pg_toast")
