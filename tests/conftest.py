@@ -20,11 +20,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import psycopg
 import pytest
 from ghostmem import GhostMem, HashEmbedder
 from ghostmem.db import EmbeddedServer
-from psycopg import sql
+from support.databases import fresh_database
 
 UNIT = Path(__file__).resolve().parent / "unit"
 # fixture -> the marker every test using it gets (``item.fixturenames`` includes fixtures used indirectly)
@@ -78,17 +77,8 @@ def embedded_home() -> Iterator[Path]:
 @pytest.fixture(scope="session")
 def pg_dsn(server_dsn: str) -> Iterator[str]:
     """A fresh database for this test session, dropped at the end."""
-    name = f"ghostmem_test_{uuid.uuid4().hex[:10]}"
-    with psycopg.connect(server_dsn, autocommit=True) as conn:
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    info = psycopg.conninfo.conninfo_to_dict(server_dsn)
-    info["dbname"] = name
-    dsn = psycopg.conninfo.make_conninfo(**info)
-    try:
+    with fresh_database(server_dsn) as dsn:
         yield dsn
-    finally:
-        with psycopg.connect(server_dsn, autocommit=True) as conn:
-            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
 
 
 @pytest.fixture

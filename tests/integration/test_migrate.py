@@ -18,8 +18,8 @@ import pytest
 from ghostmem import GhostMem, HashEmbedder
 from ghostmem.db import migrate as migrations
 from ghostmem.db import prepare
-from psycopg import sql
 from psycopg.rows import dict_row
+from support.databases import fresh_database
 
 RUNTIME = "ghostmem_runtime"
 LANDED = 50  # the last migration of the first release: stores in the wild are at least this far
@@ -104,16 +104,8 @@ def test_current_schema_needs_no_create_rights(pg_dsn: str) -> None:
 @pytest.fixture
 def empty_dsn(server_dsn: str) -> Iterator[str]:
     """A database of its own, with nothing in it."""
-    name = f"ghostmem_upgrade_{uuid.uuid4().hex[:10]}"
-    with psycopg.connect(server_dsn, autocommit=True) as conn:
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    info = psycopg.conninfo.conninfo_to_dict(server_dsn)
-    info["dbname"] = name
-    try:
-        yield psycopg.conninfo.make_conninfo(**info)
-    finally:
-        with psycopg.connect(server_dsn, autocommit=True) as conn:
-            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+    with fresh_database(server_dsn, "ghostmem_upgrade") as dsn:
+        yield dsn
 
 
 def _vec(text: str) -> str:
