@@ -26,7 +26,18 @@ from ghostmem.redact import redact
 
 logger = logging.getLogger(__name__)
 
-ROW_FIELDS = ("memory_id", "content", "kind", "scope", "project", "allowlist", "score")
+ROW_FIELDS = (
+    "memory_id",
+    "content",
+    "kind",
+    "scope",
+    "project",
+    "allowlist",
+    "score",
+    "created_at",
+    "last_activated_at",
+    "last_used_at",
+)
 # The breakdown's keys in the formula's order: the terms (they sum to the score), then the recency factor.
 TERMS = (
     "activation",
@@ -168,4 +179,4 @@ def _memory(row: Row) -> GhostMemoryRow:
     fields["allowlist"] = list(row["allowlist"] or [])
     breakdown = row["breakdown"] or {}
     fields["breakdown"] = {k: float(breakdown[k]) for k in TERMS if k in breakdown}
-    return GhostMemoryRow(**fields, created_at=row["created_at"], last_activated_at=row["last_activated_at"])
+    return GhostMemoryRow(**fields)

@@ -89,7 +89,13 @@ class GhostMemoryRow(_Model):
     score: float | None = None
     breakdown: dict[str, float] = Field(default_factory=dict)
     created_at: datetime | None = None
-    last_activated_at: datetime | None = None
+    last_activated_at: datetime | None = Field(
+        default=None, description="When a search last returned it (any return, overviews included)"
+    )
+    last_used_at: datetime | None = Field(
+        default=None,
+        description="When it was last used: returned for a query that explains it, endorsed, prevented an incident",
+    )
 
 
 class GhostList(_Model):

@@ -138,8 +138,9 @@ def summary(result: ConversationSummary) -> str:
 def ghost_row(row: GhostMemoryRow) -> str:
     where = row.scope if row.scope == "global" else f"{row.scope}:{row.project or ','.join(row.allowlist)}"
     score = f" score={row.score:.3f}" if row.score is not None else ""
+    used = f" | last used {when(row.last_used_at)}" if row.last_used_at else ""
     terms = " ".join(f"{k}={v:+.3f}" for k, v in row.breakdown.items())
-    return f"[memory_id {row.memory_id} | {row.kind} | {where}{score}] {clip(row.content, 400)}" + (
+    return f"[memory_id {row.memory_id} | {row.kind} | {where}{score}{used}] {clip(row.content, 400)}" + (
         f"\n  ({terms})" if terms else ""
     )
 

@@ -345,6 +345,47 @@ def test_every_returned_row_of_a_real_search_is_bumped(gm: GhostMem, admin: psyc
     assert sum(overviews for _, overviews in rows.values()) == 3
 
 
+def test_results_hold_both_clocks_under_their_own_names(gm: GhostMem, admin: psycopg.Connection[Any]) -> None:
+    """An overview resets last_activated_at only; each result reports both, whatever the formula (before 061 the
+    field named last_activated_at held last_used_at under the default formula)."""
+    owner = gm.owner
+    mid = remember_at(admin, owner, "label every alert with its runbook")
+    shown_at = T0 + timedelta(days=5)
+    ranked(admin, owner, shown_at, "default", bump=True)
+    for formula in ("default", "literal"):
+        (row,) = ranked(admin, owner, T0 + timedelta(days=6), formula)
+        assert (row["memory_id"], row["last_activated_at"], row["last_used_at"]) == (mid, shown_at, T0)
+    fed = gm.give_feedback(mid, "endorse").data.memory
+    assert fed.last_used_at is not None and fed.last_used_at > T0 and fed.last_activated_at == shown_at
+    assert f"last used {fed.last_used_at:%Y-%m-%d}" in gm.give_feedback(mid, "correct").text
+
+
+def test_a_search_runs_the_query_legs_once(admin: psycopg.Connection[Any], owner: str) -> None:
+    """The legs that gather candidates also say which returns the query explains: one run per search."""
+    for i in range(30):
+        remember_at(admin, owner, f"cache rule {i}")
+    query = "cache rule"
+    with admin.transaction():
+        try:
+            admin.execute("SET LOCAL track_functions = 'pl'")
+        except psycopg.errors.InsufficientPrivilege:
+            pytest.skip("counting function calls needs a superuser on this server")
+        rows = ranked(
+            admin,
+            owner,
+            T0,
+            "default",
+            query=query,
+            query_vec=HashEmbedder().embed_query(query),
+            bump=True,
+            lim=5,
+        )
+        calls = admin.execute(
+            "SELECT pg_stat_get_xact_function_calls('agent.query_legs(text, text, text, vector, integer)'::regprocedure)"
+        ).fetchone()
+    assert len(rows) == 5 and calls == (1,)
+
+
 # -- the three flaws ----------------------------------------------------------------------------------------------
 
 

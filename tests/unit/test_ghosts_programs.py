@@ -25,6 +25,7 @@ MEMORY = {
     "breakdown": {"semantic": 0.0, "recency_factor": 1.0, "activation": 0.05, "scope_bonus": 0.1},
     "created_at": None,
     "last_activated_at": None,
+    "last_used_at": None,
     "created": True,
 }
 
