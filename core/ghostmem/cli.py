@@ -205,6 +205,31 @@ def cmd_revoke_project(args: argparse.Namespace) -> int:
     return 0
 
 
+@command("grant-app")
+def cmd_grant_app(args: argparse.Namespace) -> int:
+    from ghostmem.db.roles import grant_app
+
+    with store(args) as gm, gm.connection() as conn:
+        grant_app(conn, args.role, gm.settings.runtime_role, read_only=args.read_only)
+    access = "read" if args.read_only else "read and write"
+    emit(
+        args,
+        f"role {args.role} may {access} personal memory and use ghost memories (as {gm.settings.runtime_role})",
+        {"role": args.role, "read_only": args.read_only, "runtime_role": gm.settings.runtime_role},
+    )
+    return 0
+
+
+@command("revoke-app")
+def cmd_revoke_app(args: argparse.Namespace) -> int:
+    from ghostmem.db.roles import revoke_app
+
+    with store(args) as gm, gm.connection() as conn:
+        revoke_app(conn, args.role, gm.settings.runtime_role)
+    emit(args, f"role {args.role} may no longer use ghostmem here", {"role": args.role})
+    return 0
+
+
 # -- import -------------------------------------------------------------------------------------------------------
 
 
@@ -417,6 +442,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("role", help="a database role")
     p.add_argument("project", nargs="?", default=None, help="the project to take away (default: all)")
+    p = sub.add_parser(
+        "grant-app",
+        parents=[common],
+        help="let an application's login role use ghostmem without migrating (run as the schema's owner)",
+    )
+    p.add_argument("role", help="the login role the application connects as")
+    p.add_argument("--read-only", action="store_true", help="personal memory may be read, not written")
+    p = sub.add_parser("revoke-app", parents=[common], help="take back what grant-app gave a role")
+    p.add_argument("role", help="a login role")
 
     for spec in OPS:
         p = sub.add_parser(spec.cli_name, parents=[common], help=spec.description.split(". ")[0])

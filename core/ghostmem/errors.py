@@ -24,7 +24,8 @@ class DatabaseUnavailable(GhostMemError):
 
 
 class SchemaMismatch(GhostMemError):
-    """The database was created for another embedding dimension or a newer ghostmem."""
+    """The database was created for another embedding dimension or a newer ghostmem, or is behind this one and the
+    connecting role may not migrate it."""
 
 
 class NotImplementedYet(GhostMemError, NotImplementedError):

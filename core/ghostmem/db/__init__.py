@@ -32,13 +32,14 @@ import numpy as np
 import psycopg
 from numpy.typing import NDArray
 from pgvector.psycopg import register_vector, register_vector_async
+from psycopg import errors
 from psycopg.rows import tuple_row
 from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
 
 from ghostmem.config import DEFAULT_RUNTIME_ROLE, Settings
 from ghostmem.db import migrate as migrations
 from ghostmem.db.server import EmbeddedServer
-from ghostmem.errors import DatabaseUnavailable, InvalidArgument
+from ghostmem.errors import DatabaseUnavailable, InvalidArgument, SchemaMismatch
 
 logger = logging.getLogger(__name__)
 
@@ -89,14 +90,25 @@ def connect(dsn: str, **kwargs: Any) -> psycopg.Connection[Any]:
 def prepare(dsn: str, dims: int, embed_model: str, runtime_role: str = DEFAULT_RUNTIME_ROLE) -> list[str]:
     """Check the server and apply pending migrations; returns the migrations applied now.
 
-    A schema that is already current is only checked, never touched, so an application may connect with a
-    login role that has no CREATE rights once an administrator has migrated.
+    A schema that is already current is only checked, never touched, so an application may connect with a login
+    role that may not migrate once an administrator has (``ghostmem grant-app`` gives it what it needs). A schema
+    that is behind, found by a role that may not migrate it, is one sentence naming the administrator's command.
     """
     with connect(dsn, autocommit=True) as conn:
-        if migrations.is_current(conn):
-            migrations.check_dims(conn, dims)
+        missing = migrations.pending(conn)
+        if missing == []:
+            try:
+                migrations.check_dims(conn, dims)
+            except errors.InsufficientPrivilege:
+                raise DatabaseUnavailable(
+                    f"role {conn.info.user} may not read ghostmem's tables in this database: an administrator runs "
+                    f"`ghostmem grant-app {conn.info.user}` (or `--read-only`) as the role that owns them"
+                ) from None
             return []
-        return migrations.migrate(conn, dims, embed_model, runtime_role)
+        try:
+            return migrations.migrate(conn, dims, embed_model, runtime_role)
+        except errors.InsufficientPrivilege:
+            raise SchemaMismatch(migrations.cannot_migrate(conn, missing)) from None
 
 
 def pool_dsn(pool: ConnectionPool | AsyncConnectionPool) -> str:

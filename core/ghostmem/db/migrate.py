@@ -49,12 +49,45 @@ def applied(conn: Connection[Any]) -> list[int]:
     return [r[0] for r in conn.execute("SELECT version FROM ghostmem_migrations.applied ORDER BY version")]
 
 
-def is_current(conn: Connection[Any]) -> bool:
-    """Every shipped migration is recorded (read-only: needs no privilege beyond reading the table)."""
+def pending(conn: Connection[Any]) -> list[Migration] | None:
+    """The shipped migrations this database has not recorded; None when this role may not read the record (every
+    role may once a migration run of this version granted it)."""
     try:
-        return set(applied(conn)) >= {m.version for m in available()}
+        done = set(applied(conn))
     except errors.InsufficientPrivilege:
-        return False
+        return None
+    return [m for m in available() if m.version not in done]
+
+
+def is_current(conn: Connection[Any]) -> bool:
+    """Every shipped migration is recorded (read-only: needs no privilege beyond reading the record)."""
+    return pending(conn) == []
+
+
+def cannot_migrate(conn: Connection[Any], missing: list[Migration] | None) -> str:
+    """The sentence for a role that found the schema behind (or could not tell) and may not migrate it."""
+    row = conn.execute(
+        "SELECT current_user, (SELECT pg_get_userbyid(nspowner) FROM pg_namespace WHERE nspname = 'ghostmem')"
+    ).fetchone()
+    user, owner = row if row else (None, None)
+    if missing is None:
+        state = (
+            "this role cannot read which ghostmem migrations this database has (ghostmem_migrations.applied)"
+        )
+    elif len(missing) == len(available()):
+        state = "this database has no ghostmem schema yet"
+    else:
+        state = (
+            "this database's ghostmem schema is behind this ghostmem (missing "
+            + ", ".join(f"{m.version:03d}_{m.name}" for m in missing)
+            + ")"
+        )
+    who = (
+        f"as {owner}, the role that owns the ghostmem schema"
+        if owner
+        else "as a role that may create schemas"
+    )
+    return f"{state} and role {user} may not migrate it: an administrator runs `ghostmem migrate` {who}"
 
 
 def migrate(
@@ -68,12 +101,18 @@ def migrate(
     """
     conn.execute("SELECT pg_advisory_lock(%s)", (MIGRATION_LOCK,))
     try:
+        if upto is None and is_current(conn):  # another process migrated while this one waited for the lock
+            check_dims(conn, dims)
+            return []
         _ensure_extensions(conn)
         conn.execute("CREATE SCHEMA IF NOT EXISTS ghostmem_migrations")
         conn.execute(
             "CREATE TABLE IF NOT EXISTS ghostmem_migrations.applied ("
             " version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
         )
+        # Which migrations ran is no secret: any role (an application's login) may see that the schema is current.
+        conn.execute("GRANT USAGE ON SCHEMA ghostmem_migrations TO PUBLIC")
+        conn.execute("GRANT SELECT ON ghostmem_migrations.applied TO PUBLIC")
         done = set(applied(conn))
         names = []
         for migration in available():
