@@ -351,11 +351,16 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     import anyio
 
     from ghostmem.binding import Binding
-    from ghostmem.mcp import serve_http, serve_stdio
+    from ghostmem.mcp import resolve_token, serve_http, serve_stdio
 
+    if args.token is not None and not args.http:
+        raise GhostMemError(
+            "--token protects --http; a stdio server is private to the process that started it"
+        )
+    token = resolve_token(args.token) if args.http else None
     binding = Binding(store(args), current_project=args.project, strict=args.strict)
     if args.http:
-        anyio.run(serve_http, binding, args.port, args.read_only)
+        anyio.run(serve_http, binding, args.port, args.read_only, token)
     else:
         anyio.run(serve_stdio, binding, args.read_only)
     return 0
@@ -428,6 +433,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--strict",
         action="store_true",
         help="input schemas for strict tool calling (every argument required)",
+    )
+    p.add_argument(
+        "--token",
+        default=None,
+        help="with --http: callers must send 'Authorization: Bearer TOKEN' (default: $GHOSTMEM_MCP_TOKEN)",
     )
 
     p = sub.add_parser(

@@ -8,14 +8,19 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 
+import httpx
+import httpx2
 import pytest
 from ghostmem import OPS, GhostMem
 from ghostmem.binding import Binding
 from ghostmem.mcp import build_server
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
 from support.adapters import seed_conversations
+from support.cli import ghostmem
 
 
 def _env() -> dict[str, str]:
@@ -56,13 +61,13 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@pytest.fixture
-def http_server(gm: GhostMem, pg_dsn: str) -> Iterator[str]:
+@contextmanager
+def _http_server(gm: GhostMem, pg_dsn: str, env: dict[str, str] | None = None) -> Iterator[str]:
     port = _free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "ghostmem.cli", "mcp", "--http", "--port", str(port), "--dsn", pg_dsn,
          "--owner", gm.owner, "--project", "webapp"],
-        env=_env(),
+        env={**_env(), **(env or {})},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )  # fmt: skip
@@ -78,6 +83,12 @@ def http_server(gm: GhostMem, pg_dsn: str) -> Iterator[str]:
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+@pytest.fixture
+def http_server(gm: GhostMem, pg_dsn: str) -> Iterator[str]:
+    with _http_server(gm, pg_dsn) as url:
+        yield url
 
 
 async def test_http_server_on_loopback_with_a_bound_project(http_server: str, gm: GhostMem) -> None:
@@ -116,3 +127,69 @@ async def test_read_only_server_hides_and_refuses_writers(gm: GhostMem) -> None:
         assert refused.is_error and "unknown tool 'remember'" in refused.content[0].text
     await binding.aclose()
     assert gm.search_ghost_memories(query="").data.rows == []
+
+
+TOKEN = "s3cret-token-for-the-test-0123456789"
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "probe", "version": "1"},
+    },
+}
+
+
+async def test_http_server_with_a_token_refuses_every_request_without_it(gm: GhostMem, pg_dsn: str) -> None:
+    """What a local process or a browser page would try: no header, a wrong token (shorter, longer, one character
+    off, the right one as a prefix), another scheme, the token twice; each is 401 and never reaches the tools."""
+    seed_conversations(gm)
+    wrong = [
+        {},
+        {"Authorization": "Bearer"},
+        {"Authorization": "Bearer wrong"},
+        {"Authorization": f"Bearer {TOKEN[:-1]}X"},
+        {"Authorization": f"Bearer {TOKEN[:8]}"},
+        {"Authorization": f"Bearer {TOKEN}extra"},
+        {"Authorization": f"Basic {TOKEN}"},
+        {"Authorization": TOKEN},
+        {"Cookie": f"token={TOKEN}"},
+    ]
+    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    with _http_server(gm, pg_dsn, {"GHOSTMEM_MCP_TOKEN": TOKEN}) as url:
+        with httpx.Client(timeout=60) as http:
+            for extra in wrong:
+                for method in ("POST", "GET", "DELETE"):
+                    res = http.request(method, url, headers={**headers, **extra}, json=INITIALIZE)
+                    assert res.status_code == 401, (method, extra, res.text)
+                    assert res.headers["www-authenticate"].startswith("Bearer")
+                    assert "Authorization: Bearer" in res.text and TOKEN not in res.text
+            twice = http.post(
+                url, headers=[*headers.items(), ("Authorization", f"Bearer {TOKEN}"), ("Authorization", "Bearer x")],
+                json=INITIALIZE,
+            )  # fmt: skip
+            assert twice.status_code == 401
+            assert http.post(
+                url, headers={**headers, "Authorization": f"Bearer {TOKEN}"}, json=INITIALIZE
+            ).is_success
+
+        transport = streamable_http_client(
+            url, http_client=httpx2.AsyncClient(headers={"Authorization": f"bearer {TOKEN}"}, timeout=120)
+        )
+        async with Client(transport) as client:
+            assert {t.name for t in (await client.list_tools()).tools} == {s.name for s in OPS}
+            recent = await client.call_tool("list_recent_conversations", {"days": 7})
+            assert not recent.is_error and len(recent.structured_content["rows"]) == 4
+
+
+def test_token_is_checked_before_the_server_starts(gm: GhostMem, pg_dsn: str) -> None:
+    short = ghostmem(
+        "mcp", "--http", "--token", "short", "--dsn", pg_dsn, env={"GHOSTMEM_EMBED_MODEL": "hash"}
+    )
+    assert (
+        short.returncode == 2 and "at least 16 characters" in short.stderr and "Traceback" not in short.stderr
+    )
+    stdio = ghostmem("mcp", "--token", TOKEN, "--dsn", pg_dsn, env={"GHOSTMEM_EMBED_MODEL": "hash"})
+    assert stdio.returncode == 2 and "--token protects --http" in stdio.stderr
