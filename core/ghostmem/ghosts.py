@@ -15,11 +15,12 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from psycopg import Connection, errors, sql
+from psycopg import Connection, sql
 
 from ghostmem.args import GiveFeedbackArgs, RememberArgs, SearchGhostMemoriesArgs
 from ghostmem.context import OpContext
-from ghostmem.errors import DatabaseUnavailable, GhostMemError, InvalidArgument, NotFound
+from ghostmem.db.roles import operator
+from ghostmem.errors import DatabaseUnavailable, InvalidArgument, NotFound
 from ghostmem.models import FeedbackResult, GhostList, GhostMemoryRow, RememberResult
 from ghostmem.program import Embed, Program, Query, Row
 from ghostmem.redact import redact
@@ -112,38 +113,27 @@ def give_feedback(ctx: OpContext, args: GiveFeedbackArgs) -> Program[FeedbackRes
 def grant_project(conn: Connection[Any], role: str, project: str) -> list[str]:
     """Operator: let the login role ``role`` claim ``project``; once a role has a map, claims outside it are
     refused by the server. Returns every project the role may now claim."""
-    _operator(conn, "SELECT agent.grant_project(%s, %s)", (role, project))
+    _map(conn, "SELECT agent.grant_project(%s, %s)", (role, project))
     return claimable_projects(conn, role)
 
 
 def revoke_project(conn: Connection[Any], role: str, project: str | None = None) -> list[str]:
     """Operator: take ``project`` (or, with None, the whole map) away from ``role``; returns what is left (an
     empty map means the role may claim any project again)."""
-    _operator(conn, "SELECT agent.revoke_project(%s, %s)", (role, project))
+    _map(conn, "SELECT agent.revoke_project(%s, %s)", (role, project))
     return claimable_projects(conn, role)
 
 
 def claimable_projects(conn: Connection[Any], role: str) -> list[str]:
     """The projects mapped to ``role`` (empty: no map, every claim is accepted)."""
-    rows = _operator(
+    rows = _map(
         conn, "SELECT project FROM agent.role_projects WHERE role_name = %s ORDER BY project", (role,)
     )
     return [str(r[0]) for r in rows]
 
 
-def _operator(conn: Connection[Any], statement: str, params: tuple[str | None, ...]) -> list[tuple[Any, ...]]:
-    try:
-        cur = conn.execute(statement, params)
-        return cur.fetchall() if cur.description else []
-    except errors.UndefinedObject as exc:
-        raise InvalidArgument(str(exc.diag.message_primary or exc)) from None
-    except errors.InvalidParameterValue as exc:
-        raise InvalidArgument(str(exc.diag.message_primary or exc)) from None
-    except errors.InsufficientPrivilege:
-        raise GhostMemError(
-            "only the role that owns the ghostmem schema (the one that ran the migrations) may change the "
-            "role → project map"
-        ) from None
+def _map(conn: Connection[Any], statement: str, params: tuple[str | None, ...]) -> list[tuple[Any, ...]]:
+    return operator(conn, statement, params, "change the role → project map")
 
 
 def _claimed(ctx: OpContext, argument: str | None) -> str | None:

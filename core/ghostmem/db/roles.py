@@ -16,22 +16,37 @@ from ghostmem.errors import GhostMemError, InvalidArgument
 
 def grant_app(conn: Connection[Any], role: str, runtime_role: str, *, read_only: bool = False) -> None:
     """Let the login ``role`` read (and unless ``read_only``, write) personal memory and use ghost memories."""
-    _operator(conn, "SELECT ghostmem.grant_app(%s, %s, %s)", (role, runtime_role, read_only))
+    operator(
+        conn,
+        "SELECT ghostmem.grant_app(%s, %s, %s)",
+        (role, runtime_role, read_only),
+        "grant an application its privileges",
+    )
 
 
 def revoke_app(conn: Connection[Any], role: str, runtime_role: str) -> None:
     """Take back everything ``grant_app`` gave ``role``."""
-    _operator(conn, "SELECT ghostmem.revoke_app(%s, %s)", (role, runtime_role))
+    operator(
+        conn,
+        "SELECT ghostmem.revoke_app(%s, %s)",
+        (role, runtime_role),
+        "take an application's privileges back",
+    )
 
 
-def _operator(conn: Connection[Any], statement: str, params: tuple[str | bool, ...]) -> None:
+def operator(
+    conn: Connection[Any], statement: str, params: tuple[str | bool | None, ...], what: str
+) -> list[tuple[Any, ...]]:
+    """Run an operator's statement (one of ghostmem's functions for operators); the server's refusals become one
+    sentence each: an unknown role or a bad value is an :class:`InvalidArgument`, a role that does not own the
+    schemas is told who may ``what``."""
     try:
         with conn.transaction():
-            conn.execute(statement, params)
-    except errors.UndefinedObject as exc:
+            cur = conn.execute(statement, params)
+            return cur.fetchall() if cur.description else []
+    except (errors.UndefinedObject, errors.InvalidParameterValue) as exc:
         raise InvalidArgument(str(exc.diag.message_primary or exc)) from None
     except errors.InsufficientPrivilege:
         raise GhostMemError(
-            "only the role that owns ghostmem's schemas (the one that ran `ghostmem migrate`) may grant an "
-            "application its privileges"
+            f"only the role that owns ghostmem's schemas (the one that ran `ghostmem migrate`) may {what}"
         ) from None
