@@ -30,6 +30,8 @@ class GhostMemTool(Closes, BaseTool):
         current_project: binds the project ghost memories are read and written for.
         strict: a schema for strict tool calling (``bind_tools(..., strict=True)``): every argument required,
             optional ones nullable, limits in the descriptions; calls are still validated with every limit.
+        allowed_scopes: the ghost-memory scopes the model may write; default only ``"project"`` when a project
+            is bound (see :class:`~ghostmem.binding.Binding`).
         binding: share one :class:`~ghostmem.binding.Binding` (its pools) between tools instead.
     """
 
@@ -49,12 +51,18 @@ class GhostMemTool(Closes, BaseTool):
         current_project: str | None = None,
         embedder: Embedder | str | None = None,
         strict: bool = False,
+        allowed_scopes: Sequence[str] | None = None,
         binding: Binding | None = None,
         **kwargs: Any,
     ) -> None:
         spec = get_op(op)
         binding = binding or Binding(
-            store, owner=owner, current_project=current_project, embedder=embedder, strict=strict
+            store,
+            owner=owner,
+            current_project=current_project,
+            embedder=embedder,
+            strict=strict,
+            allowed_scopes=allowed_scopes,
         )
         kwargs.setdefault("handle_validation_error", _validation_message(spec))
         super().__init__(
@@ -120,6 +128,8 @@ class GhostMemToolkit(Closes, BaseToolkit):
         read_only: leave out the operations that write (``remember``, ``give_feedback``).
         ops: only these operations (by name), in this order.
         strict: schemas for strict tool calling (see :class:`GhostMemTool`).
+        allowed_scopes: the ghost-memory scopes the model may write; default only ``"project"`` when a project
+            is bound, any otherwise (see :class:`~ghostmem.binding.Binding`).
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -137,13 +147,19 @@ class GhostMemToolkit(Closes, BaseToolkit):
         read_only: bool = False,
         ops: Sequence[str] | None = None,
         strict: bool = False,
+        allowed_scopes: Sequence[str] | None = None,
     ) -> None:
         names = tuple(get_op(name).name for name in ops) if ops is not None else tuple(s.name for s in OPS)
         if read_only:
             names = tuple(name for name in names if not get_op(name).writes)
         super().__init__(  # type: ignore[call-arg]  # pydantic fields of this subclass
             binding=Binding(
-                store, owner=owner, current_project=current_project, embedder=embedder, strict=strict
+                store,
+                owner=owner,
+                current_project=current_project,
+                embedder=embedder,
+                strict=strict,
+                allowed_scopes=allowed_scopes,
             ),
             ops=names,
         )

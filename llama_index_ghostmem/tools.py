@@ -92,6 +92,8 @@ class GhostMemToolSpec(Closes, BaseToolSpec):
         strict: schemas for strict tool calling (every argument required, optional ones nullable, limits in the
             descriptions; ``OpenAI(strict=True)`` / Anthropic strict tool use); calls are still validated with
             every limit.
+        allowed_scopes: the ghost-memory scopes the model may write; default only ``"project"`` when a project
+            is bound, any otherwise (see :class:`~ghostmem.binding.Binding`).
     """
 
     def __init__(
@@ -104,9 +106,15 @@ class GhostMemToolSpec(Closes, BaseToolSpec):
         read_only: bool = False,
         ops: Sequence[str] | None = None,
         strict: bool = False,
+        allowed_scopes: Sequence[str] | None = None,
     ) -> None:
         self.binding = Binding(
-            store, owner=owner, current_project=current_project, embedder=embedder, strict=strict
+            store,
+            owner=owner,
+            current_project=current_project,
+            embedder=embedder,
+            strict=strict,
+            allowed_scopes=allowed_scopes,
         )
         specs = [get_op(name) for name in ops] if ops is not None else list(OPS)
         self._tools = {

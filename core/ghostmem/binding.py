@@ -1,29 +1,35 @@
 """What an application binds when it hands ghostmem's operations to a model: whose memory, and which project.
 
 LangChain tools, LlamaIndex tools and the MCP server all hold one :class:`Binding`: a sync and an async store on
-the same settings, embedder and context, and the set of arguments the application fixed (they disappear from the
-model-visible schema, so the model can neither see nor change them).
+the same settings and embedder, the context every call runs in, and the set of arguments the application fixed
+(they disappear from the model-visible schema, so the model can neither see nor change them).
+
+What the model may write follows the binding too: with a bound project, ``remember`` writes only memories scoped
+to that project (its ``scope`` offers only ``project``, ``allowlist`` leaves the schema) unless the application
+allows more scopes (``allowed_scopes``); the operation itself refuses any other scope, on every surface.
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, get_args
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field, create_model
 
-from ghostmem.args import OpArgs
+from ghostmem.args import GhostScope, OpArgs
 from ghostmem.client import AsyncGhostMem, GhostMem, OpResult
 from ghostmem.embed import Embedder
+from ghostmem.errors import InvalidArgument
 from ghostmem.models import GhostList, SearchResult
 from ghostmem.ops import OpSpec, validate
 from ghostmem.strict import strict_arguments, strict_schema
 
 # Arguments that stand for "the project the agent works in": bound together when the application binds a project.
 PROJECT_ARGUMENTS = frozenset({"current_project", "project"})
+SCOPES: tuple[str, ...] = get_args(GhostScope)
 
 
 class Binding:
@@ -37,6 +43,9 @@ class Binding:
         embedder: the embedder of a store built here (ignored when a store is given).
         strict: show schemas for strict tool calling (:mod:`ghostmem.strict`: every argument required, optional
             ones nullable, no limit keywords); the arguments of a call are still validated with every limit.
+        allowed_scopes: the ghost-memory scopes the model may write (``"global"``, ``"project"``,
+            ``"shared-restricted"``). Default: only ``"project"`` when a project is bound, any otherwise. The
+            schema's ``scope`` offers only these (``allowlist`` leaves it unless ``"shared-restricted"`` is one).
     """
 
     def __init__(
@@ -47,6 +56,7 @@ class Binding:
         current_project: str | None = None,
         embedder: Embedder | str | None = None,
         strict: bool = False,
+        allowed_scopes: Iterable[str] | None = None,
     ) -> None:
         self.strict = strict
         if isinstance(store, GhostMem):
@@ -63,7 +73,17 @@ class Binding:
         self.astore = AsyncGhostMem(
             settings=self.store.settings, embedder=self.store.embedder, current_project=self.current_project
         )
-        self.bound: frozenset[str] = PROJECT_ARGUMENTS if self.current_project is not None else frozenset()
+        scopes = _allowed_scopes(allowed_scopes, self.current_project)
+        self.context = dataclasses.replace(self.store.context, allowed_scopes=scopes)
+        self.scopes = scopes
+        # The scope a model's remember gets when it names none: global where allowed, else one it may write.
+        self.defaults: dict[str, Any] = {}
+        if scopes is not None:
+            self.defaults["scope"] = "global" if "global" in scopes else min(scopes, default="project")
+        bound = PROJECT_ARGUMENTS if self.current_project is not None else frozenset()
+        if scopes is not None and "shared-restricted" not in scopes:
+            bound |= {"allowlist"}
+        self.bound: frozenset[str] = bound
         self._models: dict[str, type[OpArgs]] = {}
 
     @property
@@ -77,7 +97,16 @@ class Binding:
     def args_model(self, spec: OpSpec[Any, Any]) -> type[OpArgs]:
         """The argument model a model sees for ``spec`` (bound arguments removed), built once per operation."""
         if spec.name not in self._models:
-            self._models[spec.name] = spec.public_args_model(self.bound)
+            model = spec.public_args_model(self.bound)
+            if self.scopes is not None and "scope" in model.model_fields:
+                # The model is shown only the scopes it may write (its default one of them).
+                info = model.model_fields["scope"]
+                allowed: Any = Literal.__getitem__(tuple(sorted(self.scopes)))
+                field = Field(self.defaults["scope"], description=info.description)
+                model = create_model(
+                    model.__name__, __base__=model, __doc__=model.__doc__, scope=(allowed, field)
+                )
+            self._models[spec.name] = model
         return self._models[spec.name]
 
     def json_schema(self, spec: OpSpec[Any, Any]) -> dict[str, Any]:
@@ -99,10 +128,15 @@ class Binding:
         return parsed.model_dump(include=parsed.model_fields_set)
 
     def run(self, spec: OpSpec[Any, Any], arguments: Mapping[str, Any] | None) -> OpResult:
-        return self.store.run(spec.name, self.validate(spec, arguments))
+        return self.store.run(spec.name, self._arguments(spec, arguments), context=self.context)
 
     async def arun(self, spec: OpSpec[Any, Any], arguments: Mapping[str, Any] | None) -> OpResult:
-        return await self.astore.run(spec.name, self.validate(spec, arguments))
+        return await self.astore.run(spec.name, self._arguments(spec, arguments), context=self.context)
+
+    def _arguments(self, spec: OpSpec[Any, Any], arguments: Mapping[str, Any] | None) -> dict[str, Any]:
+        """The model's arguments, checked, with the binding's defaults for those it left out."""
+        defaults = {k: v for k, v in self.defaults.items() if k in spec.args_model.model_fields}
+        return {**defaults, **self.validate(spec, arguments)}
 
     def close(self) -> None:
         """Close the sync pool this binding opened (``aclose`` closes both)."""
@@ -128,6 +162,18 @@ class Closes:
 
     async def aclose(self) -> None:
         await self.binding.aclose()
+
+
+def _allowed_scopes(given: Iterable[str] | None, project: str | None) -> frozenset[str] | None:
+    if given is None:
+        return frozenset({"project"}) if project is not None else None
+    scopes = frozenset([given] if isinstance(given, str) else given)
+    unknown = sorted(scopes - set(SCOPES))
+    if unknown:
+        raise InvalidArgument(
+            f"allowed_scopes: unknown scope {unknown[0]!r}; the scopes are {', '.join(SCOPES)}"
+        )
+    return scopes
 
 
 @dataclass(frozen=True, slots=True)

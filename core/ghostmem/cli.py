@@ -358,7 +358,9 @@ def cmd_mcp(args: argparse.Namespace) -> int:
             "--token protects --http; a stdio server is private to the process that started it"
         )
     token = resolve_token(args.token) if args.http else None
-    binding = Binding(store(args), current_project=args.project, strict=args.strict)
+    binding = Binding(
+        store(args), current_project=args.project, strict=args.strict, allowed_scopes=args.allow_scope
+    )
     if args.http:
         anyio.run(serve_http, binding, args.port, args.read_only, token)
     else:
@@ -438,6 +440,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--token",
         default=None,
         help="with --http: callers must send 'Authorization: Bearer TOKEN' (default: $GHOSTMEM_MCP_TOKEN)",
+    )
+    p.add_argument(
+        "--allow-scope",
+        action="append",
+        choices=["global", "project", "shared-restricted"],
+        default=None,
+        help="a ghost-memory scope the model may write (repeat; default with --project: project only)",
     )
 
     p = sub.add_parser(

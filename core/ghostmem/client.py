@@ -163,12 +163,19 @@ class GhostMem(_Base):
         with db.checkout(self.pool) as conn:
             yield conn
 
-    def run(self, name: str, arguments: Mapping[str, Any] | BaseModel | None = None) -> OpResult:
-        """Run an operation by name with a dict of arguments (what the adapters call)."""
+    def run(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | BaseModel | None = None,
+        *,
+        context: OpContext | None = None,
+    ) -> OpResult:
+        """Run an operation by name with a dict of arguments (what the adapters call); ``context`` (whose memory,
+        what the application bound) replaces the store's own for this call."""
         spec = get_op(name)
         args = self._args(spec, arguments)
         with self.connection() as conn:
-            data = run_sync(spec.program(self.context, args), conn, self.embedder)
+            data = run_sync(spec.program(context or self.context, args), conn, self.embedder)
         return OpResult(spec.name, spec.render(data), data)
 
     def import_paths(
@@ -230,11 +237,17 @@ class AsyncGhostMem(_Base):
                     )
         return self._pool
 
-    async def run(self, name: str, arguments: Mapping[str, Any] | BaseModel | None = None) -> OpResult:
+    async def run(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | BaseModel | None = None,
+        *,
+        context: OpContext | None = None,
+    ) -> OpResult:
         spec = get_op(name)
         args = self._args(spec, arguments)
         async with db.acheckout(await self.apool()) as conn:
-            data = await run_async(spec.program(self.context, args), conn, self.embedder)
+            data = await run_async(spec.program(context or self.context, args), conn, self.embedder)
         return OpResult(spec.name, spec.render(data), data)
 
     async def import_paths(

@@ -17,11 +17,14 @@ class OpContext:
             ``current_project`` argument is then removed from its schema and ignored.
         runtime_role: the database role ghost-memory functions run as (it may execute the API functions
             and may not read the tables).
+        allowed_scopes: the scopes ``remember`` may write (``None``: any). An application that binds a project
+            lets the model write only memories of that project unless it allows more (:class:`~ghostmem.binding.Binding`).
     """
 
     owner: str
     current_project: str | None = None
     runtime_role: str | None = None
+    allowed_scopes: frozenset[str] | None = None
 
     def __post_init__(self) -> None:
         for field in fields(self):

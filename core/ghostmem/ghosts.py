@@ -70,7 +70,17 @@ def search_ghost_memories(ctx: OpContext, args: SearchGhostMemoriesArgs) -> Prog
 
 
 def remember(ctx: OpContext, args: RememberArgs) -> Program[RememberResult]:
-    """Store a memory, or strengthen the near-duplicate of the same owner and scope (``created=False``)."""
+    """Store a memory, or strengthen the near-duplicate of the same owner and scope (``created=False``).
+
+    Only a scope the application allows (``OpContext.allowed_scopes``) is written: an agent bound to one project
+    cannot plant a global rule, or one allowlisted to another project, unless the application said it may.
+    """
+    if ctx.allowed_scopes is not None and args.scope not in ctx.allowed_scopes:
+        allowed = " or ".join(repr(s) for s in sorted(ctx.allowed_scopes)) or "no"
+        raise InvalidArgument(
+            f"remember: this agent may store only {allowed} memories, not {args.scope!r} ones (the application "
+            "decides which scopes its agents may write)"
+        )
     project = _claimed(ctx, args.project)
     if args.scope == "project" and not project:
         raise InvalidArgument("remember: scope 'project' needs `project`, the project the memory belongs to")

@@ -217,7 +217,7 @@ OPS: tuple[OpSpec[Any, Any], ...] = (
         cli_name="remember",
         cli_positional=("content",),
         writes=True,
-        bindable=frozenset({"project"}),
+        bindable=frozenset({"project", "allowlist"}),
     ),
     OpSpec(
         name="give_feedback",

@@ -149,7 +149,10 @@ def test_bound_project_is_hidden_and_enforced(gm: GhostMem) -> None:
     toolkit = GhostMemToolkit(gm, current_project="webapp")
     tools = {t.name: t for t in toolkit.get_tools()}
     assert "current_project" not in tools["search_ghost_memories"].args
-    assert "project" not in tools["remember"].args
+    assert "project" not in tools["remember"].args and "allowlist" not in tools["remember"].args
+    assert (
+        tools["remember"].args["scope"]["const"] == "project"
+    )  # a bound agent writes that project's memories
     stored = _call(
         tools["remember"], {"content": "Deploys of webapp need a feature flag.", "scope": "project"}
     )

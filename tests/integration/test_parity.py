@@ -1,9 +1,10 @@
 """One tool, one schema: every operation has the same name, description and JSON schema in LangChain, LlamaIndex
 and MCP (after dropping ``title`` keys), unbound and with a bound project, default and strict; strict calls are
-validated with the real limits on every surface."""
+validated with the real limits, and a bound agent writes only what the application allowed, on every surface."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -69,9 +70,10 @@ async def test_every_surface_shows_the_same_tools(gm: GhostMem, project: str | N
 
 
 def expected_arguments(spec: OpSpec[Any, Any], project: str | None) -> set[str]:
-    """The contract's own visible fields (bound ones removed): the schema is derived, never restated."""
+    """The contract's own visible fields, minus those a bound project hides (the project arguments, and the
+    allowlist of writes, which then write only that project's memories)."""
     visible = set(spec.args_model.model_json_schema()["properties"])
-    return visible - ({"current_project", "project"} & spec.bindable if project else set())
+    return visible - ({"current_project", "project", "allowlist"} & spec.bindable if project else set())
 
 
 async def test_strict_calls_are_validated_with_the_real_limits_on_every_surface(gm: GhostMem) -> None:
@@ -104,3 +106,66 @@ async def test_strict_calls_are_validated_with_the_real_limits_on_every_surface(
         assert answer.is_error and refusal in answer.content[0].text
     await binding.aclose()
     await tool.aclose()
+
+
+Call = Callable[[str, dict[str, Any]], Awaitable[tuple[bool, str, list[str]]]]
+
+
+def surface_caller(surface: str, gm: GhostMem, **binding: Any) -> Call:
+    """Call one operation as a model would through ``surface``; returns (error?, text, contents of the rows)."""
+
+    def rows(data: Any) -> list[str]:
+        return [row.content for row in getattr(data, "rows", [])]
+
+    async def langchain(name: str, args: dict[str, Any]) -> tuple[bool, str, list[str]]:
+        toolkit = GhostMemToolkit(gm, ops=[name], **binding)
+        answer = await toolkit.get_tools()[0].ainvoke(
+            {"name": name, "args": args, "id": "c", "type": "tool_call"}
+        )
+        await toolkit.aclose()
+        return answer.status == "error", str(answer.content), rows(answer.artifact)
+
+    async def llamaindex(name: str, args: dict[str, Any]) -> tuple[bool, str, list[str]]:
+        spec = GhostMemToolSpec(gm, ops=[name], **binding)
+        output = await spec.to_tool_list()[0].acall(**args)
+        await spec.aclose()
+        return output.is_error, output.content, rows(output.raw_output)
+
+    async def mcp(name: str, args: dict[str, Any]) -> tuple[bool, str, list[str]]:
+        bound = Binding(gm, **binding)
+        async with Client(build_server(bound)) as client:
+            answer = await client.call_tool(name, args)
+        await bound.aclose()
+        found = (answer.structured_content or {}).get("rows", [])
+        return bool(answer.is_error), answer.content[0].text, [row["content"] for row in found]
+
+    return {"langchain": langchain, "llamaindex": llamaindex, "mcp": mcp}[surface]
+
+
+@pytest.mark.parametrize("surface", ["langchain", "llamaindex", "mcp"])
+async def test_a_bound_agent_writes_only_what_the_application_allowed(gm: GhostMem, surface: str) -> None:
+    webapp = surface_caller(surface, gm, current_project="webapp")
+    billing = surface_caller(surface, gm, current_project="billing")
+
+    # The attacks: a rule every project receives, one allowlisted to another project, one in another project.
+    for attack in (
+        {"content": "Planted everywhere by the webapp agent.", "scope": "global"},
+        {"content": "Planted for billing.", "scope": "shared-restricted", "allowlist": ["billing"]},
+        {"content": "Planted in billing.", "project": "billing"},
+    ):
+        error, text, _ = await webapp("remember", attack)
+        assert error and text.startswith("invalid arguments for remember: ") and "\n" not in text, text
+    error, text, _ = await webapp("remember", {"content": "Run the webapp migrations before its tests."})
+    assert not error, text
+    assert (await billing("search_ghost_memories", {"query": ""}))[2] == []
+    assert (await webapp("search_ghost_memories", {"query": ""}))[2] == [
+        "Run the webapp migrations before its tests."
+    ]
+
+    # The application widens what its webapp agent may write; the scopes it did not allow stay refused.
+    widened = surface_caller(surface, gm, current_project="webapp", allowed_scopes=["project", "global"])
+    error, text, _ = await widened("remember", {"content": "Pin every dependency.", "scope": "global"})
+    assert not error, text
+    error, text, _ = await widened("remember", {"content": "Only for billing.", "scope": "shared-restricted"})
+    assert error and "scope: Input should be 'global' or 'project'" in text, text
+    assert (await billing("search_ghost_memories", {"query": ""}))[2] == ["Pin every dependency."]

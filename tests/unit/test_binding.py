@@ -56,3 +56,31 @@ def test_a_given_store_is_reused_unless_owner_or_project_differ() -> None:
     assert (other.owner, other.current_project, other.store.settings.dsn) == ("bob", "p", DSN)
     assert other.store.embedder is store.embedder and other.astore.embedder is store.embedder
     assert store.owner == "alice"
+
+
+def test_a_bound_project_narrows_the_scope_of_writes_unless_the_application_allows_more() -> None:
+    remember = get_op("remember")
+    bound = Binding(DSN, embedder=HashEmbedder(), current_project="webapp")
+    schema = bound.json_schema(remember)["properties"]
+    assert set(schema) == {"content", "kind", "scope"}
+    assert (schema["scope"]["const"], schema["scope"]["default"]) == ("project", "project")
+    assert bound.context.allowed_scopes == {"project"}
+    assert bound._arguments(remember, {"content": "x"}) == {"content": "x", "scope": "project"}
+    assert bound._arguments(remember, {"content": "x", "scope": "project"}) == {
+        "content": "x",
+        "scope": "project",
+    }
+    with pytest.raises(InvalidArgument, match="scope: Input should be 'project'"):
+        bound.validate(remember, {"content": "x", "scope": "global"})
+    with pytest.raises(InvalidArgument, match="allowlist: Extra inputs are not permitted"):
+        bound.validate(remember, {"content": "x", "allowlist": ["billing"]})
+
+    widened = Binding(
+        DSN, embedder=HashEmbedder(), current_project="webapp", allowed_scopes=["project", "global"]
+    )
+    schema = widened.json_schema(remember)["properties"]
+    assert (schema["scope"]["enum"], schema["scope"]["default"]) == (["global", "project"], "global")
+    assert "allowlist" not in schema
+    assert Binding(DSN, embedder=HashEmbedder()).context.allowed_scopes is None
+    with pytest.raises(InvalidArgument, match="allowed_scopes: unknown scope 'everywhere'"):
+        Binding(DSN, embedder=HashEmbedder(), allowed_scopes=["everywhere"])

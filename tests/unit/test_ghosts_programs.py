@@ -132,3 +132,15 @@ def test_feedback_notes_are_redacted_before_they_are_sent() -> None:
     sent = steps[-1].params[4]
     assert "AKIAIOSFODNN7EXAMPLE" not in sent and sent.startswith("leaked ")
     assert all(isinstance(s, Query) for s in steps)
+
+
+def test_remember_refuses_a_scope_the_application_did_not_allow() -> None:
+    """The operation itself checks, whatever surface (or direct Python call) sent the arguments."""
+    ctx = OpContext(owner="o", current_project="webapp", allowed_scopes=frozenset({"project"}))
+    for scope, extra in (("global", {}), ("shared-restricted", {"allowlist": ["billing"]})):
+        with pytest.raises(InvalidArgument, match=f"may store only 'project' memories, not '{scope}' ones"):
+            drive(ghosts.remember(ctx, RememberArgs(content="x", scope=scope, **extra)), [])  # type: ignore[arg-type]
+    steps, _ = drive(
+        ghosts.remember(ctx, RememberArgs(content="x", scope="project")), [[1.0], NO_REFUSAL, [MEMORY]]
+    )
+    assert steps[-1].params[3:5] == ("project", "webapp")
