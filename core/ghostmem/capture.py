@@ -17,8 +17,8 @@ from psycopg import Connection
 from psycopg.rows import dict_row
 
 from ghostmem.embed import Embedder
+from ghostmem.limits import STORED_TITLE_CHARS
 from ghostmem.records import ConversationRecord, MessageRecord, Platform, clip
-from ghostmem.render import TITLE_CHARS
 from ghostmem.store import SaveResult, save_conversation
 
 TIER = "personal"
@@ -83,7 +83,7 @@ def _conversation(
         conv_id=conv_id,
         platform=platform,
         messages=records,
-        title=title or clip(first_user, TITLE_CHARS) or None,
+        title=title or clip(first_user, STORED_TITLE_CHARS) or None,
         project=project,
         ended_at=max(m.ts for m in records if m.ts is not None),
         source=f"live:{platform}",

@@ -37,8 +37,6 @@ TIERS: tuple[str, ...] = get_args(Tier)
 TITLE_FROM_PROMPT = 1
 TITLE_FROM_SUMMARY = 2
 TITLE_FROM_PLATFORM = 3
-# A title made from a prompt is at most this long (a platform's own title too).
-TITLE_CHARS = 200
 
 
 def clip(text: str | None, limit: int) -> str:

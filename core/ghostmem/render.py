@@ -2,7 +2,7 @@
 
 Every list row is the header ``[conv_id | platform | started→ended | title | topic | cluster | msgs | intensity]``
 followed by a snippet of the first message on the next line. Times are UTC ``YYYY-MM-DD HH:MM``. Every text is
-bounded, so one tool call never floods a model's context.
+bounded (:mod:`ghostmem.limits`), so one tool call never floods a model's context, and every cut is marked.
 """
 
 from __future__ import annotations
@@ -10,6 +10,15 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from ghostmem.limits import (
+    ANSWER_CHARS,
+    SHOWN_MATCH_CHARS,
+    SHOWN_MEMORY_CHARS,
+    SHOWN_MESSAGE_CHARS,
+    SHOWN_SNIPPET_CHARS,
+    SHOWN_SUMMARY_CHARS,
+    SHOWN_TITLE_CHARS,
+)
 from ghostmem.models import (
     ConversationList,
     ConversationRow,
@@ -24,12 +33,6 @@ from ghostmem.models import (
 )
 from ghostmem.records import clip
 
-SNIPPET_CHARS = 160
-MATCH_CHARS = 300
-MESSAGE_CHARS = 2000
-TITLE_CHARS = 80
-MAX_TEXT_CHARS = 24000
-
 
 def when(ts: datetime | None) -> str:
     return ts.astimezone(UTC).strftime("%Y-%m-%d %H:%M") if ts else "?"
@@ -42,7 +45,7 @@ def row_header(row: ConversationRow) -> str:
         row.conv_id,
         row.platform,
         f"{when(row.started_at)}→{when(row.ended_at)}",
-        clip(row.title, TITLE_CHARS) or "(untitled)",
+        clip(row.title, SHOWN_TITLE_CHARS) or "(untitled)",
         row.topic or "-",
         cluster,
         f"{row.msg_count} msgs",
@@ -52,16 +55,26 @@ def row_header(row: ConversationRow) -> str:
 
 
 def conversation_row(row: ConversationRow) -> str:
-    return f"{row_header(row)}\n  {clip(row.snippet, SNIPPET_CHARS)}"
+    return f"{row_header(row)}\n  {clip(row.snippet, SHOWN_SNIPPET_CHARS)}"
 
 
-def message_line(msg: MessageView, limit: int = MESSAGE_CHARS, *, flat: bool = False) -> str:
-    """``#seq time role[:speaker]: text`` with the text cut to ``limit``; ``flat`` makes it one line (excerpts)."""
+def message_line(msg: MessageView, limit: int = SHOWN_MESSAGE_CHARS, *, flat: bool = False) -> str:
+    """``#seq time role[:speaker]: text`` with the text cut to ``limit``; ``flat`` makes it one line (excerpts).
+
+    A cut excerpt ends in an ellipsis; a cut thread message also says how much of it was shown, so a reader knows
+    the rest exists (``+``: the statement read only part of it, the message is longer still).
+    """
     who = f"{msg.role}:{msg.speaker}" if msg.speaker else msg.role
     if flat:
         text = clip(msg.text, limit)
+        if msg.truncated and not text.endswith("…"):
+            text += "…"
+    elif len(msg.text) > limit or msg.truncated:
+        shown = min(len(msg.text), limit - 1)
+        total = f"{len(msg.text):,}{'+' if msg.truncated else ''}"
+        text = f"{msg.text[:shown]}… [cut: {shown:,} of {total} characters shown]"
     else:
-        text = msg.text if len(msg.text) <= limit else msg.text[: limit - 1] + "…"
+        text = msg.text
     return f"#{msg.seq} {when(msg.ts)} {who}: {text}"
 
 
@@ -69,7 +82,7 @@ def _bounded(lines: list[str]) -> str:
     out: list[str] = []
     used = 0
     for i, line in enumerate(lines):
-        if used + len(line) > MAX_TEXT_CHARS:
+        if used + len(line) > ANSWER_CHARS:
             out.append(f"… {len(lines) - i} more lines cut to keep this answer short")
             break
         out.append(line)
@@ -89,11 +102,11 @@ def search_result(result: SearchResult) -> str:
     lines: list[str] = []
     for hit in result.rows:
         lines.append(f"{row_header(hit)} score={hit.score:.4f}")
-        lines.append(f"  {clip(hit.snippet, SNIPPET_CHARS)}")
+        lines.append(f"  {clip(hit.snippet, SHOWN_SNIPPET_CHARS)}")
         if hit.explain is not None:
             lines.append(f"  why: {explain_line(hit.explain)}")
         for match in hit.matches:
-            lines.append(f"  > {message_line(match, MATCH_CHARS, flat=True)}")
+            lines.append(f"  > {message_line(match, SHOWN_MATCH_CHARS, flat=True)}")
     return _bounded(lines)
 
 
@@ -128,10 +141,10 @@ def summary(result: ConversationSummary) -> str:
     lines = [row_header(conv)]
     if conv.project:
         lines.append(f"project: {conv.project}")
-    lines += [message_line(m, MATCH_CHARS * 2, flat=True) for m in result.head]
+    lines += [message_line(m, SHOWN_SUMMARY_CHARS, flat=True) for m in result.head]
     if result.omitted:
         lines.append(f"… {result.omitted} messages omitted (get_conversation reads them) …")
-    lines += [message_line(m, MATCH_CHARS * 2, flat=True) for m in result.tail]
+    lines += [message_line(m, SHOWN_SUMMARY_CHARS, flat=True) for m in result.tail]
     return _bounded(lines)
 
 
@@ -140,8 +153,9 @@ def ghost_row(row: GhostMemoryRow) -> str:
     score = f" score={row.score:.3f}" if row.score is not None else ""
     used = f" | last used {when(row.last_used_at)}" if row.last_used_at else ""
     terms = " ".join(f"{k}={v:+.3f}" for k, v in row.breakdown.items())
-    return f"[memory_id {row.memory_id} | {row.kind} | {where}{score}{used}] {clip(row.content, 400)}" + (
-        f"\n  ({terms})" if terms else ""
+    return (
+        f"[memory_id {row.memory_id} | {row.kind} | {where}{score}{used}] {clip(row.content, SHOWN_MEMORY_CHARS)}"
+        + (f"\n  ({terms})" if terms else "")
     )
 
 

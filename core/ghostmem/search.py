@@ -40,6 +40,7 @@ from ghostmem.args import (
 )
 from ghostmem.context import OpContext
 from ghostmem.errors import NotFound
+from ghostmem.limits import READ_MATCH_CHARS, READ_SUMMARY_CHARS, READ_THREAD_CHARS
 from ghostmem.models import (
     ConversationList,
     ConversationRow,
@@ -64,9 +65,6 @@ MAX_NAME_WORDS = 64  # speaker names are looked for among the query's first word
 BM25_K1 = 1.2
 BM25_B = 0.75
 MATCHES_PER_HIT = 3
-MATCH_TEXT_CHARS = 1000
-SUMMARY_TEXT_CHARS = 1000
-THREAD_TEXT_CHARS = 20000
 HNSW_MAX_SCAN_TUPLES = 100000
 SPEAKER_BONUS = 0.005
 
@@ -445,7 +443,7 @@ def search_personal_memory(ctx: OpContext, args: SearchPersonalMemoryArgs) -> Pr
         ) x
         ORDER BY b.score DESC, b.tier = 'library', b.conv_id
         """
-    ).format(message=_message_json(MATCH_TEXT_CHARS), columns=_ROW_COLUMNS, **plan.literals)
+    ).format(message=_message_json(READ_MATCH_CHARS), columns=_ROW_COLUMNS, **plan.literals)
     rows: list[Row] = yield Query(statement, plan.params)
     hits = [
         SearchHit(
@@ -496,7 +494,7 @@ def get_conversation(ctx: OpContext, args: GetConversationArgs) -> Program[Threa
                     ) p) AS messages
             FROM conv
             """
-        ).format(message=_message_json(THREAD_TEXT_CHARS))
+        ).format(message=_message_json(READ_THREAD_CHARS))
     )
     rows = yield Query(
         statement, {"owner": ctx.owner, "conv_id": args.conv_id, "offset": args.offset, "limit": args.limit}
@@ -538,7 +536,7 @@ def get_conversation_summary(
                     WHERE i > greatest(n.n - %(tail)s, %(head)s)) AS tail
             FROM conv, n
             """
-        ).format(message=_message_json(SUMMARY_TEXT_CHARS))
+        ).format(message=_message_json(READ_SUMMARY_CHARS))
     )
     rows = yield Query(
         statement,

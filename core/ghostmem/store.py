@@ -24,9 +24,15 @@ from psycopg.types.json import Jsonb
 
 from ghostmem import db
 from ghostmem.embed import Embedder
+from ghostmem.limits import (
+    EMBEDDED_CHARS,
+    EMBEDDED_MIN_CHARS,
+    STORED_MESSAGE_CHARS,
+    STORED_TITLE_CHARS,
+    STORED_TOOL_CHARS,
+)
 from ghostmem.records import (
     CONVERSATIONAL_ROLES,
-    TITLE_CHARS,
     TITLE_FROM_PLATFORM,
     TITLE_FROM_SUMMARY,
     ConversationRecord,
@@ -52,15 +58,6 @@ _GAP = f"[\\s{_INVISIBLE}]*"
 _MARKER = re.compile(_HIDDEN.join("ghostmem") + _GAP + ":" + _GAP + _HIDDEN.join("ignore"))
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
-# Embedding: the model reads ~256 tokens, so longer text is cut before hashing and embedding; tiny texts ("ok")
-# carry no meaning worth a vector.
-EMBED_CHARS = 2000
-EMBED_MIN_CHARS = 3
-# Tool output and other non-conversational text is stored (get_conversation shows it) but bounded: a 5 MB log
-# line would only bloat the table. Only user and assistant text is indexed for words and embedded (migration 020).
-MAX_TOOL_TEXT_CHARS = 20_000
-MAX_TEXT_CHARS = 200_000
-
 
 @dataclass(slots=True)
 class SaveResult:
@@ -79,9 +76,9 @@ def content_hash(text: str) -> bytes:
 def embeddable(text: str) -> str | None:
     """The part of a message's text that is embedded, or None when it is not worth a vector."""
     stripped = text.strip()
-    if len(stripped) < EMBED_MIN_CHARS:
+    if len(stripped) < EMBEDDED_MIN_CHARS:
         return None
-    return stripped[:EMBED_CHARS]
+    return stripped[:EMBEDDED_CHARS]
 
 
 def has_marker(text: str) -> bool:
@@ -164,7 +161,7 @@ def _scrubbed(record: ConversationRecord) -> ConversationRecord:
         )
         for m in record.messages
     ]
-    title = clip(record.title, TITLE_CHARS)
+    title = clip(record.title, STORED_TITLE_CHARS)
     return replace(
         record,
         conv_id=_clean(record.conv_id),
@@ -178,7 +175,7 @@ def _scrubbed(record: ConversationRecord) -> ConversationRecord:
 
 
 def _bounded(msg: MessageRecord) -> str:
-    limit = MAX_TEXT_CHARS if msg.role in CONVERSATIONAL_ROLES else MAX_TOOL_TEXT_CHARS
+    limit = STORED_MESSAGE_CHARS if msg.role in CONVERSATIONAL_ROLES else STORED_TOOL_CHARS
     return msg.text if len(msg.text) <= limit else msg.text[:limit]
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta, timezone
 
-from ghostmem import render
+from ghostmem import limits, render
 from ghostmem.models import (
     ConversationList,
     ConversationRow,
@@ -65,8 +65,8 @@ def test_list_row_is_header_then_snippet() -> None:
 def test_long_titles_and_snippets_are_clipped() -> None:
     long = row(title="t" * 500, snippet="s" * 5000)
     header, snippet = render.conversation_row(long).split("\n")
-    assert f"| {'t' * (render.TITLE_CHARS - 1)}… |" in header
-    assert len(snippet.strip()) == render.SNIPPET_CHARS
+    assert f"| {'t' * (limits.SHOWN_TITLE_CHARS - 1)}… |" in header
+    assert len(snippet.strip()) == limits.SHOWN_SNIPPET_CHARS
 
 
 def test_clip_never_cuts_short_text() -> None:
@@ -111,9 +111,9 @@ def test_explain_line_names_each_leg() -> None:
 def test_answers_are_bounded() -> None:
     hits = [_hit(i, text="x" * 5000) for i in range(50)]
     text = render.search_result(SearchResult(query="q", rows=hits))
-    assert len(text) <= render.MAX_TEXT_CHARS + 200
+    assert len(text) <= limits.ANSWER_CHARS + 200
     assert text.endswith("more lines cut to keep this answer short")
-    assert max(len(line) for line in text.split("\n")) < render.MATCH_CHARS + 100
+    assert max(len(line) for line in text.split("\n")) < limits.SHOWN_MATCH_CHARS + 100
 
 
 def test_thread_says_how_to_continue() -> None:
@@ -146,3 +146,30 @@ def test_excerpts_are_one_line_but_threads_keep_their_lines() -> None:
     assert render.summary(summary).split("\n")[1] == "#1 ? assistant: try: x() except E: pass"
     thread = Thread(conversation=row(), messages=[code], offset=0, total=1)
     assert "try:\n    x()" in render.thread(thread)
+
+
+def test_a_cut_thread_message_says_how_much_was_shown() -> None:
+    long = MessageView(seq=3, role="assistant", text="y" * 15_000)
+    line = render.message_line(long)
+    shown = limits.SHOWN_MESSAGE_CHARS - 1
+    assert line.endswith(f"{'y' * 10}… [cut: {shown:,} of 15,000 characters shown]")
+    # the statement read only part of it: the message is longer than what came back
+    cut_in_sql = MessageView(seq=3, role="assistant", text="y" * limits.READ_THREAD_CHARS, truncated=True)
+    assert render.message_line(cut_in_sql).endswith(
+        f"[cut: {shown:,} of {limits.READ_THREAD_CHARS:,}+ characters shown]"
+    )
+    short_but_truncated = MessageView(seq=3, role="assistant", text="abc", truncated=True)
+    assert render.message_line(short_but_truncated).endswith(": abc… [cut: 3 of 3+ characters shown]")
+    assert render.message_line(MessageView(seq=3, role="user", text="whole")).endswith(": whole")
+    assert render.message_line(short_but_truncated, flat=True).endswith(": abc…")
+
+
+def test_nothing_is_shown_that_was_not_read() -> None:
+    """Each text's shown limit fits in what its statement reads, and that in what is stored, so a cut is always the
+    renderer's to mark."""
+    assert limits.SHOWN_MESSAGE_CHARS <= limits.READ_THREAD_CHARS
+    assert limits.SHOWN_MATCH_CHARS <= limits.READ_MATCH_CHARS
+    assert limits.SHOWN_SUMMARY_CHARS <= limits.READ_SUMMARY_CHARS
+    for read in (limits.READ_THREAD_CHARS, limits.READ_MATCH_CHARS, limits.READ_SUMMARY_CHARS):
+        assert read <= min(limits.STORED_MESSAGE_CHARS, limits.STORED_TOOL_CHARS)
+    assert limits.SHOWN_TITLE_CHARS <= limits.STORED_TITLE_CHARS

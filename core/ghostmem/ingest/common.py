@@ -10,8 +10,8 @@ from datetime import UTC, datetime
 from typing import IO, Any
 
 from ghostmem.ingest.reading import Record, read_document, read_lines
+from ghostmem.limits import STORED_TITLE_CHARS
 from ghostmem.records import (
-    TITLE_CHARS,
     TITLE_FROM_PLATFORM,
     TITLE_FROM_PROMPT,
     ConversationRecord,
@@ -104,7 +104,7 @@ def normalise_role(raw: Any) -> Role | None:
 
 def make_title(text: str | None) -> str | None:
     """A one-line title from a prompt (whitespace collapsed, bounded)."""
-    title = clip(text, TITLE_CHARS)
+    title = clip(text, STORED_TITLE_CHARS)
     return title or None
 
 

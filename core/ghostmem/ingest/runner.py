@@ -28,7 +28,8 @@ from ghostmem.ingest import chatgpt, claude_ai, claude_code, codex, cursor, gemi
 from ghostmem.ingest.common import Item, Parsed, Problem, TitleHint
 from ghostmem.ingest.report import ImportReport
 from ghostmem.ingest.sources import Source, default_locations, iter_sources, stat_of
-from ghostmem.records import TIERS, TITLE_CHARS, TITLE_FROM_SUMMARY, ConversationRecord, clip
+from ghostmem.limits import STORED_TITLE_CHARS
+from ghostmem.records import TIERS, TITLE_FROM_SUMMARY, ConversationRecord, clip
 from ghostmem.store import (
     IGNORE_MARKER,
     SaveResult,
@@ -366,7 +367,7 @@ def _title_hint(conn: Connection[Any], owner: str, tier: str, hint: TitleHint) -
     A summary that carries ``ghostmem:ignore`` ignores that conversation (now, or when it is read later).
     """
     marked = has_marker(hint.title)
-    title = IGNORE_MARKER if marked else scrub(clip(hint.title, TITLE_CHARS))
+    title = IGNORE_MARKER if marked else scrub(clip(hint.title, STORED_TITLE_CHARS))
     conn.execute(
         """
         INSERT INTO ghostmem.title_hints (owner, tier, leaf_id, title) VALUES (%s, %s, %s, %s)

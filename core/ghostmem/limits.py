@@ -1,0 +1,48 @@
+"""How much text ghostmem keeps, reads back and shows: every cut of a text, each under its own name.
+
+A message is cut at four points, for four reasons:
+
+* **stored** (``STORED_*``): the write path (:mod:`ghostmem.store`, the importers, live capture) keeps at most this
+  much, and embeds at most ``EMBEDDED_CHARS`` of it.
+* **read** (``READ_*``): the statements of :mod:`ghostmem.search` fetch at most this much of each message (and
+  say ``truncated`` when there was more), so one huge message never travels whole for an excerpt. These bound the
+  ``text`` of the structured results (``MessageView``) that code reads.
+* **shown** (``SHOWN_*``): :mod:`ghostmem.render` cuts each text of the answer a model reads, and marks every cut
+  (an ellipsis in a one-line excerpt; in a thread, how many characters were shown of how many).
+* **answer** (:data:`ANSWER_CHARS`): the whole rendered answer, so one tool call never floods a model's context;
+  the lines that no longer fit are counted in a last line.
+
+A shown limit is never larger than the read limit of the same text, nor a read limit than the stored one (a test
+checks it): what is read is at least what is shown.
+"""
+
+from __future__ import annotations
+
+# -- stored: what the write path keeps -------------------------------------------------------------------------------
+# User and assistant text (also what the lexical index reads of it: ghostmem.lexemes in migration 020 cuts at the
+# same 200,000, a tsvector being limited to 1 MB).
+STORED_MESSAGE_CHARS = 200_000
+# Tool output and other non-conversational text is stored (get_conversation shows it) but bounded: a 5 MB log line
+# would only bloat the table. Only user and assistant text is indexed for words and embedded.
+STORED_TOOL_CHARS = 20_000
+STORED_TITLE_CHARS = 200  # a conversation's title, the platform's own or one made from the first prompt
+# The model reads ~256 tokens, so longer text is cut before hashing and embedding; tiny texts ("ok") carry no
+# meaning worth a vector.
+EMBEDDED_CHARS = 2_000
+EMBEDDED_MIN_CHARS = 3
+
+# -- read: what a statement fetches of each message ------------------------------------------------------------------
+READ_THREAD_CHARS = 20_000  # get_conversation
+READ_MATCH_CHARS = 1_000  # a search hit's matching messages
+READ_SUMMARY_CHARS = 1_000  # get_conversation_summary's head and tail
+
+# -- shown: what the rendered answer holds of each text -------------------------------------------------------------
+SHOWN_MESSAGE_CHARS = 2_000  # a message of a thread (get_conversation)
+SHOWN_MATCH_CHARS = 300  # a matching message under a search hit, on one line
+SHOWN_SUMMARY_CHARS = 600  # a message of a summary, on one line
+SHOWN_SNIPPET_CHARS = 160  # the first-message snippet under a list row
+SHOWN_TITLE_CHARS = 80  # the title in a row header
+SHOWN_MEMORY_CHARS = 400  # a ghost memory's content
+
+# -- answer: the whole text of one operation's answer ----------------------------------------------------------------
+ANSWER_CHARS = 24_000
