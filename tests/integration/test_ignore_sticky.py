@@ -9,17 +9,8 @@ from pathlib import Path
 
 import pytest
 from ghostmem import GhostMem
+from support.conversations import stored
 from support.transcripts import cc, jsonl
-
-
-def stored(gm: GhostMem) -> dict[str, int]:
-    with gm.connection() as conn:
-        rows = conn.execute(
-            "SELECT c.conv_id, (SELECT count(*) FROM ghostmem.messages m WHERE m.owner = c.owner AND m.tier = c.tier"
-            " AND m.conv_id = c.conv_id) FROM ghostmem.conversations c WHERE c.owner = %s",
-            (gm.owner,),
-        ).fetchall()
-    return {r[0]: int(r[1]) for r in rows}
 
 
 def append(path: Path, *lines: dict[str, object]) -> None:

@@ -6,18 +6,13 @@ import json
 import os
 from pathlib import Path
 
+import psycopg
 from ghostmem import GhostMem
+from psycopg import sql
+from support.conversations import stored
 from support.transcripts import cc, jsonl
 
 DEEP = 100_000
-
-
-def stored(gm: GhostMem) -> dict[str, int]:
-    with gm.connection() as conn:
-        rows = conn.execute(
-            "SELECT conv_id, msg_count FROM ghostmem.conversations WHERE owner = %s", (gm.owner,)
-        ).fetchall()
-    return {r[0]: int(r[1]) for r in rows}
 
 
 def test_hostile_files_are_reported_once_and_every_other_file_imports(gm: GhostMem, tmp_path: Path) -> None:
@@ -84,3 +79,27 @@ def test_text_postgres_cannot_hold_is_cleaned_and_empty_conversations_are_not_st
     title, project, meta, text, speaker, msg_meta = row
     assert (title, project, text, speaker) == ("nul and \ufffd lone", "p", "ab \ufffd", "x")
     assert meta["nan"] is None and meta["k"] == ["\ufffd"] and msg_meta == {"inf": None}
+
+
+def test_a_deeply_nested_langchain_row_is_one_problem(gm: GhostMem, pg_dsn: str) -> None:
+    from ghostmem.ingest import import_langchain_table
+
+    table = "hostile_history_" + gm.owner.replace("-", "_")
+    session = "3f2c1a4e-1b2c-4d5e-8f90-0000000000aa"
+    good = [{"type": "human", "data": {"content": "first"}}, {"type": "ai", "data": {"content": "second"}}]
+    deep = '{"type": "human", "data": {"content": ' + "[" * 3000 + "]" * 3000 + "}}"
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute(
+            sql.SQL("CREATE TABLE {} (id serial PRIMARY KEY, session_id uuid NOT NULL, message jsonb NOT NULL,"
+                    " created_at timestamptz NOT NULL DEFAULT now())").format(sql.Identifier(table))
+        )  # fmt: skip
+        for message in (json.dumps(good[0]), deep, json.dumps(good[1])):
+            conn.execute(
+                sql.SQL("INSERT INTO {} (session_id, message) VALUES (%s, %s::jsonb)").format(
+                    sql.Identifier(table)
+                ),
+                (session, message),
+            )
+    report = import_langchain_table(gm, pg_dsn, table, embed=False)
+    assert [p.reason for p in report.problems] == ["row 2: nested more than 100 levels deep; skipped"]
+    assert stored(gm) == {session: 2}

@@ -43,3 +43,14 @@ def import_generic(gm: GhostMem, path: Path, convs: list[dict[str, Any]], tier: 
 def ids(result: Any) -> list[str]:
     """The conv_ids of an operation's result rows, in order."""
     return [row.conv_id for row in result.data.rows]
+
+
+def stored(gm: GhostMem) -> dict[str, int]:
+    """conv_id → how many message rows the owner has stored for it."""
+    with gm.connection() as conn:
+        rows = conn.execute(
+            "SELECT c.conv_id, (SELECT count(*) FROM ghostmem.messages m WHERE m.owner = c.owner AND m.tier = c.tier"
+            " AND m.conv_id = c.conv_id) FROM ghostmem.conversations c WHERE c.owner = %s",
+            (gm.owner,),
+        ).fetchall()
+    return {r[0]: int(r[1]) for r in rows}

@@ -15,7 +15,8 @@ from typing import Any
 from psycopg import sql
 
 from ghostmem import db
-from ghostmem.ingest.common import Item, Parsed, finish, normalise_role, text_of
+from ghostmem.ingest.common import Item, Parsed, Problem, finish, normalise_role, text_of
+from ghostmem.ingest.reading import decode
 from ghostmem.records import MessageRecord, Role
 
 _TYPES: dict[str, Role] = {
@@ -38,20 +39,25 @@ def read_table(dsn: str, table: str, state: dict[str, Any]) -> Iterator[Item]:
     schema, _, name = table.rpartition(".")
     ident = sql.Identifier(schema, name) if schema else sql.Identifier(name)
     query = sql.SQL(
-        "SELECT id, session_id::text, message, created_at FROM {} WHERE id > %s ORDER BY session_id, id"
+        "SELECT id, session_id::text, message::text, created_at FROM {} WHERE id > %s ORDER BY session_id, id"
     ).format(ident)
     with db.connect(dsn) as conn, conn.cursor(name="ghostmem_langchain_import") as cur:
         cur.itersize = 2000
         cur.execute(query, (last_id,))
         session: str | None = None
         rows: list[tuple[Any, ...]] = []
-        for row in cur:
-            if row[1] != session and rows:
+        for row_id, session_id, text, created_at in cur:
+            state["last_id"] = max(int(state.get("last_id", 0)), int(row_id))
+            # decoded here within the readers' limits (psycopg's own json.loads would recurse without bound)
+            message, error, _ = decode((text or "null").encode("utf-8", errors="replace"))
+            if error is not None:
+                yield Problem(source_key(dsn, table), int(row_id), f"row {row_id}: {error}")
+                continue
+            if session_id != session and rows:
                 yield from _conversation(rows, append=last_id > 0)
                 rows = []
-            session = row[1]
-            rows.append(row)
-            state["last_id"] = max(int(state.get("last_id", 0)), int(row[0]))
+            session = session_id
+            rows.append((row_id, session_id, message, created_at))
         if rows:
             yield from _conversation(rows, append=last_id > 0)
 
