@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 from pathlib import Path
 
 import psycopg
@@ -103,3 +104,18 @@ def test_a_deeply_nested_langchain_row_is_one_problem(gm: GhostMem, pg_dsn: str)
     report = import_langchain_table(gm, pg_dsn, table, embed=False)
     assert [p.reason for p in report.problems] == ["row 2: nested more than 100 levels deep; skipped"]
     assert stored(gm) == {session: 2}
+
+
+def test_ids_too_long_for_the_database_are_one_problem_each(gm: GhostMem, tmp_path: Path) -> None:
+    huge = secrets.token_urlsafe(20_000)  # incompressible: no btree index entry holds it
+    convs = [
+        {"conv_id": huge, "messages": [{"role": "user", "text": "refused"}]},
+        {"conv_id": "fine", "messages": [{"role": "user", "text": "kept"}]},
+    ]
+    (tmp_path / "g.jsonl").write_text("".join(json.dumps(c) + "\n" for c in convs))
+    jsonl(tmp_path / "p" / "s1.jsonl", [{"type": "summary", "summary": "a title", "leafUuid": huge},
+                                        cc("user", "u1", None, "session kept")])  # fmt: skip
+    report = gm.import_paths([tmp_path], embed=False)
+    assert stored(gm) == {"fine": 1, "s1": 1}
+    reasons = sorted(p.reason.split(":")[0] for p in report.problems)
+    assert reasons == [f"conversation {huge[:80]}", f"summary of {huge[:80]}"]

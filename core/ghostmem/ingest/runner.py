@@ -61,6 +61,9 @@ PARSERS: dict[str, Parser] = {
 _HEAD_BYTES = 4096
 _PIPELINE = psycopg.Pipeline.is_supported()  # libpq >= 14 (the binary wheel has it)
 _ENRICH_BATCH = 500
+# What the database refuses because of one record's content (a value it cannot hold, an id too long for its index):
+# that record is a problem, its transaction rolls back, the import goes on.
+_REFUSED = (psycopg.DataError, psycopg.IntegrityError, psycopg.errors.ProgramLimitExceeded)
 
 
 def check_tier(tier: str) -> None:
@@ -306,8 +309,11 @@ def _handle(
     if isinstance(item, Problem):
         report.problems.append(item)
     elif isinstance(item, TitleHint):
-        with conn.transaction():
-            report.conv_ids.update(_title_hint(conn, owner, tier, item))
+        try:
+            with conn.transaction():
+                report.conv_ids.update(_title_hint(conn, owner, tier, item))
+        except _REFUSED as exc:
+            report.problems.append(Problem(label, 0, f"summary of {item.leaf_id[:80]}: {_first_line(exc)}"))
     elif isinstance(item, Parsed):
         record = item.record
         counts = report.counts(record.platform)
@@ -323,8 +329,10 @@ def _handle(
                     result = save_conversation(conn, owner, tier, record, embedder=None, append=item.append)
                 if result.skipped is None and item.line_ids:
                     _apply_hints(conn, owner, tier, record.conv_id, item.line_ids)
-        except psycopg.DataError as exc:
-            report.problems.append(Problem(label, 0, f"conversation {record.conv_id}: {exc}"))
+        except _REFUSED as exc:
+            report.problems.append(
+                Problem(label, 0, f"conversation {record.conv_id[:80]}: {_first_line(exc)}")
+            )
             return
         if result.skipped == "ignored":
             counts.ignored += 1
@@ -339,6 +347,10 @@ def _handle(
         counts.messages_new += result.messages_new
         if result.created or result.updated:
             report.conv_ids.add(record.conv_id)
+
+
+def _first_line(exc: Exception) -> str:
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
 
 
 def _drop_replayed(conn: Connection[Any], owner: str, tier: str, record: ConversationRecord) -> None:
