@@ -316,7 +316,6 @@ def _handle(
             report.problems.append(Problem(label, 0, f"summary of {item.leaf_id[:80]}: {_first_line(exc)}"))
     elif isinstance(item, Parsed):
         record = item.record
-        counts = report.counts(record.platform)
         try:
             # pipeline mode: statements whose results are not read yet travel together (~half the round trips)
             with conn.pipeline() if _PIPELINE else nullcontext(), conn.transaction():
@@ -334,19 +333,24 @@ def _handle(
                 Problem(label, 0, f"conversation {record.conv_id[:80]}: {_first_line(exc)}")
             )
             return
-        if result.skipped == "ignored":
-            counts.ignored += 1
-        elif result.skipped == "forgotten":
-            counts.forgotten += 1
-        elif result.created:
-            counts.conversations_new += 1
-        elif result.updated:
-            counts.conversations_updated += 1
-        else:
-            counts.conversations_unchanged += 1
-        counts.messages_new += result.messages_new
-        if result.created or result.updated:
-            report.conv_ids.add(record.conv_id)
+        _count(report, record, result)
+
+
+def _count(report: ImportReport, record: ConversationRecord, result: SaveResult) -> None:
+    counts = report.counts(record.platform)
+    if result.skipped == "ignored":
+        counts.ignored += 1
+    elif result.skipped == "forgotten":
+        counts.forgotten += 1
+    elif result.created:
+        counts.conversations_new += 1
+    elif result.updated:
+        counts.conversations_updated += 1
+    else:
+        counts.conversations_unchanged += 1
+    counts.messages_new += result.messages_new
+    if result.created or result.updated:
+        report.conv_ids.add(record.conv_id)
 
 
 def _first_line(exc: Exception) -> str:
