@@ -6,7 +6,7 @@ Every ghostmem operation is a ``FunctionTool`` (:func:`ghostmem_tool`; name, des
 
 from __future__ import annotations
 
-from llama_index_ghostmem.chat_store import GhostMemChatStore
+from llama_index_ghostmem.chat_store import GhostMemChatStore, GhostMemMemoryStore
 from llama_index_ghostmem.memory import GhostMemMemoryBlock
 from llama_index_ghostmem.retrievers import GhostMemoryRetriever, GhostMemRetriever
 from llama_index_ghostmem.tools import GhostMemToolSpec, ghostmem_tool
@@ -14,6 +14,7 @@ from llama_index_ghostmem.tools import GhostMemToolSpec, ghostmem_tool
 __all__ = [
     "GhostMemChatStore",
     "GhostMemMemoryBlock",
+    "GhostMemMemoryStore",
     "GhostMemRetriever",
     "GhostMemToolSpec",
     "GhostMemoryRetriever",

@@ -6,11 +6,13 @@ from ghostmem import GhostMem
 from llama_index.core.llms import ChatMessage, ImageBlock, TextBlock
 from llama_index.core.memory import Memory
 from llama_index.core.schema import MetadataMode
+from llama_index.core.storage.chat_store.base_db import MessageStatus
 from support.adapters import RULE, seed_conversations, seed_rule
 
 from llama_index_ghostmem import (
     GhostMemChatStore,
     GhostMemMemoryBlock,
+    GhostMemMemoryStore,
     GhostMemoryRetriever,
     GhostMemRetriever,
 )
@@ -87,3 +89,49 @@ async def test_chat_store_and_block_together(gm: GhostMem) -> None:
     block = GhostMemMemoryBlock(gm, conversations=2, memories=0)
     found = await block.aget([ChatMessage(role="user", content="when is the pagerduty rotation?")])
     assert "monday" in found and "Fridays" in found
+
+
+async def test_memory_keeps_its_queue_in_ghostmem_and_archived_messages_stay_searchable(gm: GhostMem) -> None:
+    store = GhostMemMemoryStore(gm)
+    memory = Memory.from_defaults(
+        session_id="li-memory", chat_store=store, token_limit=60, token_flush_size=20
+    )
+    topics = ["kafka consumer lag", "terraform state lock", "grafana alert routing", "redis eviction policy"]
+    for n, topic in enumerate(topics):
+        await memory.aput_messages(
+            [
+                ChatMessage(role="user", content=f"Turn {n}: how do we handle {topic} in production?"),
+                ChatMessage(
+                    role="assistant", content=f"Turn {n}: we tune {topic} with the runbook, step by step."
+                ),
+            ]
+        )
+    active = await store.get_messages("li-memory")
+    archived = await store.get_messages("li-memory", status=MessageStatus.ARCHIVED)
+    everything = await store.get_messages("li-memory", status=None)
+    assert archived and active and len(archived) + len(active) == len(everything) == 8
+    assert [m.content for m in everything] == [
+        m.content for m in [*archived, *active]
+    ]  # the oldest were archived
+    assert await store.count_messages("li-memory") == len(active)
+    assert [m.content for m in await memory.aget_all(status=MessageStatus.ACTIVE)] == [
+        m.content for m in active
+    ]
+    # flushed out of the short-term queue, still in personal memory and found by meaning and words
+    hit = gm.search_personal_memory(query="kafka consumer lag", platform="llamaindex").data.rows[0]
+    assert hit.conv_id == "li-memory" and hit.msg_count == 8
+    assert await store.get_keys() == ["li-memory"]
+    assert [m.content for m in await store.get_messages("li-memory", status=None, limit=2, offset=1)] == [
+        m.content for m in everything[1:3]
+    ]
+    first = await store.delete_message("li-memory", 0)
+    assert first is not None and first.content == everything[0].content
+    assert await store.delete_message("li-memory", 99) is None
+    await store.delete_messages("li-memory", status=MessageStatus.ARCHIVED)
+    assert await store.count_messages("li-memory", status=None) == len(active)
+    oldest = await store.delete_oldest_messages("li-memory", 1)
+    assert [m.content for m in oldest] == [active[0].content]
+    await store.set_messages("li-memory", [ChatMessage(role="user", content="a fresh start")])
+    assert [m.content for m in await store.get_messages("li-memory")] == ["a fresh start"]
+    await store.delete_messages("li-memory")
+    assert await store.get_keys() == []

@@ -23,6 +23,7 @@ def test_llamaindex_all_is_pinned() -> None:
     assert set(llama_index_ghostmem.__all__) == {
         "GhostMemChatStore",
         "GhostMemMemoryBlock",
+        "GhostMemMemoryStore",
         "GhostMemRetriever",
         "GhostMemToolSpec",
         "GhostMemoryRetriever",
