@@ -28,7 +28,12 @@ from ghostmem.errors import InvalidArgument
 from ghostmem.search import HNSW_EF_SEARCH, RRF_K, vector_weight
 from ghostmem.store import embeddable
 
-RANK_DEPTH = 50  # items each leg contributes to the fusion at least (more when offset + limit asks for more)
+RANK_DEPTH = (
+    50  # items each leg contributes to the fusion at least (more when offset + limit asks for more) ...
+)
+MAX_RANK_DEPTH = (
+    1000  # ... and at most (pgvector's largest hnsw.ef_search): a deeper page of a query is empty
+)
 COMPARISONS = {"$eq": "=", "$ne": "<>", "$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
 _LIVE = sql.SQL("(i.expires_at IS NULL OR i.expires_at > now())")
 
@@ -263,7 +268,7 @@ def search_items(
     params = _Params()
     scope = _scope(owner, prefix, filter, params)
     if query and query.strip():
-        depth = max(RANK_DEPTH, offset + limit)
+        depth = min(max(RANK_DEPTH, offset + limit), MAX_RANK_DEPTH)
         weight = vector_weight(query)
         conn.execute(
             "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), set_config('hnsw.ef_search', %s, true)",
@@ -339,6 +344,8 @@ def list_namespaces(
 
     A ``"*"`` label in ``prefix`` or ``suffix`` matches any label.
     """
+    if limit < 0 or offset < 0:
+        raise InvalidArgument("limit and offset must not be negative.")
     if max_depth is not None and max_depth < 1:
         raise InvalidArgument("max_depth must be at least 1.")
     params = _Params()

@@ -168,6 +168,15 @@ def test_search_by_namespace_filter_and_pages(store: GhostMemStore) -> None:
     assert len(store.search(("test",), limit=2)) == 2
     assert [i.key for i in store.search(("test",), offset=2)] == ["doc1"]
     assert store.search(("test",), limit=0) == []
+    assert [i.key for i in store.search(("test",), query="doc", limit=10**9)][
+        :1
+    ] != []  # a huge page is bounded
+    assert store.search(("test",), query="doc", offset=10**6) == []
+    for bad in ({"limit": -1}, {"offset": -5}):
+        with pytest.raises(ValueError, match="must not be negative"):
+            store.search(("test",), **bad)
+        with pytest.raises(ValueError, match="must not be negative"):
+            store.list_namespaces(**bad)
     assert store.search(("nothing",)) == []
 
 
