@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from psycopg import Connection
+
 from ghostmem import db
 from ghostmem.config import Settings
 from ghostmem.db import migrate as migrations
@@ -60,6 +62,9 @@ def diagnose(settings: Settings, check_model: bool = True) -> dict[str, Any]:
             }
             if stored not in (None, embedder.dim):
                 report["ok"] = False
+            checks["runtime_role"] = _runtime_role(conn, settings.runtime_role)
+            if not checks["runtime_role"]["ok"]:
+                report["ok"] = False
     except GhostMemError as exc:
         fail("server", str(exc))
     if check_model:
@@ -71,6 +76,35 @@ def diagnose(settings: Settings, check_model: bool = True) -> dict[str, Any]:
     else:
         checks["model"] = {"ok": True, "name": embedder.name, "dim": embedder.dim, "loaded": False}
     return report
+
+
+def _runtime_role(conn: Connection[Any], role: str) -> dict[str, Any]:
+    """What the runtime role may do beyond the API (docs/ghosts.md, "Names inside the functions"): CREATE in any
+    schema breaks the trust the definer functions' search_path rests on (a failure); TEMP is safe for them, but
+    least privilege says revoke it where nothing needs it (a hint)."""
+    row = conn.execute(
+        "SELECT has_database_privilege(r.rolname, current_database(), 'TEMP'),"
+        " ARRAY(SELECT n.nspname::text FROM pg_namespace n WHERE n.nspname NOT LIKE 'pg\\_%%'"
+        "       AND has_schema_privilege(r.rolname, n.oid, 'CREATE') ORDER BY 1),"
+        " current_database()"
+        " FROM pg_roles r WHERE r.rolname = %s",
+        (role,),
+    ).fetchone()
+    if row is None:
+        return {"ok": True, "name": role, "exists": False}
+    temp, creatable, database = row
+    check: dict[str, Any] = {"ok": not creatable, "name": role, "temp": temp, "create_in": list(creatable)}
+    if creatable:
+        check["hint"] = (
+            f"{role} (or PUBLIC) may create objects in {', '.join(creatable)}, which the ghost-memory functions "
+            f"trust: REVOKE CREATE ON SCHEMA {', '.join(creatable)} FROM PUBLIC, {role}"
+        )
+    elif temp:
+        check["hint"] = (
+            f"{role} may create temporary objects (safe for ghostmem's functions); if nothing in this database "
+            f"needs them: REVOKE TEMPORARY ON DATABASE {database} FROM PUBLIC"
+        )
+    return check
 
 
 def render_report(report: dict[str, Any]) -> str:

@@ -11,7 +11,8 @@ from typing import Any
 import psycopg
 import pytest
 from ghostmem import GhostMem, HashEmbedder
-from ghostmem.config import EMBEDDED_DATABASE
+from ghostmem.config import EMBEDDED_DATABASE, Settings
+from ghostmem.doctor import diagnose
 from psycopg import sql
 
 RUNTIME = "ghostmem_runtime"
@@ -311,3 +312,19 @@ def test_temp_objects_never_run_inside_the_definer_functions(
     finally:
         admin.execute(sql.SQL("DROP OWNED BY {}").format(ident))
         admin.execute(sql.SQL("DROP ROLE {}").format(ident))
+
+
+def test_doctor_fails_when_the_runtime_role_may_create_where_the_functions_look(
+    admin: psycopg.Connection[Any], pg_dsn: str
+) -> None:
+    settings = Settings.from_env(dsn=pg_dsn, embed_model="hash")
+    check = diagnose(settings, check_model=False)["checks"]["runtime_role"]
+    assert check["ok"] and check["create_in"] == [] and check["name"] == RUNTIME
+    admin.execute(sql.SQL("GRANT CREATE ON SCHEMA public TO {}").format(sql.Identifier(RUNTIME)))
+    try:
+        report = diagnose(settings, check_model=False)
+    finally:
+        admin.execute(sql.SQL("REVOKE CREATE ON SCHEMA public FROM {}").format(sql.Identifier(RUNTIME)))
+    assert not report["ok"]
+    assert report["checks"]["runtime_role"]["create_in"] == ["public"]
+    assert "REVOKE CREATE ON SCHEMA public" in report["checks"]["runtime_role"]["hint"]
