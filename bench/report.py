@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import re
 import sys
 from collections.abc import Iterable
 from pathlib import Path
@@ -357,15 +358,24 @@ def reading_section(runs: list[dict[str, Any]]) -> str:
     return "\n".join(out) + "\n"
 
 
+def _eval_command(command: str) -> str:
+    """A retrieval run's command with its data file under ``$GHOSTMEM_EVAL`` (where it was is this machine's)."""
+    return re.sub(r"--data \S*/([^/\s]+)", r"--data $GHOSTMEM_EVAL/\1", command)
+
+
 def retrieval_section(runs: list[dict[str, Any]]) -> str:
     if not runs:
         return ""
-    out = ["## Retrieval quality\n", "Scored as `../shared/eval/README.md` says (`bench/retrieval.py`).\n"]
+    out = [
+        "## Retrieval quality\n",
+        'Scored as bench/README.md\'s "Retrieval data" says (`bench/retrieval.py`); `$GHOSTMEM_EVAL` is the directory '
+        "holding those files, which are not in the repository.\n",
+    ]
     for r in runs:
         out.append(
             f"### {r['dataset']} — {r['stores']} stores, {r['messages']:,} messages, model {r['model']}\n"
         )
-        out.append(f"Reproduce: `{r['command']}`.\n")
+        out.append(f"Reproduce: `{_eval_command(r['command'])}`.\n")
         modes = r["modes"]
         keys = list(next(iter(modes.values()))["overall"])
         rows = []

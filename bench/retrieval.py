@@ -1,9 +1,9 @@
-"""Retrieval quality on public data sets, scored as ``../shared/eval/README.md`` says, for each search leg alone and
+"""Retrieval quality on public data sets, scored as bench/README.md's "Retrieval data" says, for each search leg alone and
 for the hybrid default.
 
-    python -m bench.retrieval --dataset locomo --data ../shared/eval/locomo_dev.json
-    python -m bench.retrieval --dataset longmemeval --data ../shared/eval/longmemeval_s_dev35.json
-    python -m bench.retrieval --dataset jsquad --data ../shared/eval/jsquad_dev.json
+    python -m bench.retrieval --dataset locomo --data $GHOSTMEM_EVAL/locomo_dev.json
+    python -m bench.retrieval --dataset longmemeval --data $GHOSTMEM_EVAL/longmemeval_s_dev35.json
+    python -m bench.retrieval --dataset jsquad --data $GHOSTMEM_EVAL/jsquad_dev.json
 
 Every store (a LoCoMo conversation, a LongMemEval question's haystack, a JSQuAD file) is written in ghostmem's
 generic JSONL format, imported through ``GhostMem.import_paths`` into a throwaway database, and searched through
@@ -352,7 +352,12 @@ def render_table(result: dict[str, Any]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.retrieval", description=__doc__.split("\n\n")[0])
     parser.add_argument("--dataset", required=True, choices=sorted(LOADERS))
-    parser.add_argument("--data", required=True, type=Path, help="a file in the format of ../shared/eval/")
+    parser.add_argument(
+        "--data",
+        required=True,
+        type=Path,
+        help="one of the data files bench/README.md describes (Retrieval data)",
+    )
     parser.add_argument("--k", type=int, nargs="+", help="cut-offs (default: the data set's usual ones)")
     parser.add_argument("--json", type=Path, help="where to write the results (default bench/results/...)")
     parser.add_argument("--dsn", help="admin DSN of a server to create throwaway databases on")

@@ -15,7 +15,6 @@ from ghostmem.errors import (
     GhostMemError,
     InvalidArgument,
     NotFound,
-    NotImplementedYet,
     SchemaMismatch,
 )
 from ghostmem.ops import OPS, OpSpec, get_op
@@ -32,7 +31,6 @@ __all__ = [
     "HashEmbedder",
     "InvalidArgument",
     "NotFound",
-    "NotImplementedYet",
     "OpResult",
     "OpSpec",
     "SchemaMismatch",

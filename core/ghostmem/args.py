@@ -122,7 +122,7 @@ class SearchGhostMemoriesArgs(OpArgs):
         None, max_length=200, description="The project you are working in (unlocks its rules)."
     )
     limit: int = Field(10, ge=1, le=MAX_SEARCH_LIMIT, description="Maximum number of memories.")
-    # "literal" ranks by DESIGN.md's formula exactly, flaws included (docs/ghosts.md); not for models.
+    # "literal" ranks by the reference formula exactly, flaws included (docs/ghosts.md); not for models.
     formula: SkipJsonSchema[GhostFormula] = "default"
 
 

@@ -24,9 +24,6 @@ import platformdirs
 
 from ghostmem.errors import InvalidArgument
 
-# Schema names are fixed: migrations create them and SQL refers to them through sql.Identifier.
-MEMORY_SCHEMA = "ghostmem"
-AGENT_SCHEMA = "agent"
 DEFAULT_EMBED_MODEL = "all-MiniLM-L6-v2"
 DEFAULT_OWNER = "default"
 DEFAULT_RUNTIME_ROLE = "ghostmem_runtime"

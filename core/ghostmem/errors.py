@@ -26,7 +26,3 @@ class DatabaseUnavailable(GhostMemError):
 class SchemaMismatch(GhostMemError):
     """The database was created for another embedding dimension or a newer ghostmem, or is behind this one and the
     connecting role may not migrate it."""
-
-
-class NotImplementedYet(GhostMemError, NotImplementedError):
-    """An operation of the contract whose implementation has not landed yet."""

@@ -89,8 +89,3 @@ def _embed(embedder: Embedder | None, step: Embed) -> Any:
     if embedder is None:
         raise RuntimeError("this operation needs an embedder, and none is configured")
     return db.vector(embedder.embed_query(step.text))
-
-
-def ident(*names: str) -> sql.Identifier:
-    """A schema-qualified identifier, e.g. ``ident("ghostmem", "messages")``."""
-    return sql.Identifier(*names)

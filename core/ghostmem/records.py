@@ -22,10 +22,8 @@ Platform = Literal[
     "langgraph",
     "generic",
 ]
-PLATFORMS: tuple[str, ...] = get_args(Platform)
 
 Role = Literal["user", "assistant", "system", "tool", "tool_call", "thinking", "meta"]
-ROLES: tuple[str, ...] = get_args(Role)
 # Roles whose text is what a person said or was told: indexed and embedded by default.
 CONVERSATIONAL_ROLES: frozenset[str] = frozenset({"user", "assistant"})
 

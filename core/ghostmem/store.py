@@ -64,8 +64,6 @@ class SaveResult:
     created: bool = False
     updated: bool = False
     messages_new: int = 0
-    messages_changed: int = 0
-    embedded: int = 0
     skipped: str | None = None  # why nothing was stored: "ignored" | "forgotten"
 
 
@@ -251,12 +249,9 @@ def save_conversation(
         created=created,
         updated=updated or (not created and bool(rows)),
         messages_new=sum(1 for r in rows if r[1]),
-        messages_changed=sum(1 for r in rows if not r[1]),
     )
     if embedder is not None:
-        result.embedded = embed_messages(
-            conn, embedder, [(r[0], r[2]) for r in rows if r[3] in CONVERSATIONAL_ROLES]
-        )
+        embed_messages(conn, embedder, [(r[0], r[2]) for r in rows if r[3] in CONVERSATIONAL_ROLES])
     # always: a caller may have deleted messages before saving (live capture shortening a thread); the row is
     # only written when a count or the snippet really changed
     _refresh_counts(conn, owner, tier, record.conv_id)

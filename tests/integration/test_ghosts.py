@@ -100,7 +100,7 @@ def admin(gm: GhostMem) -> Iterator[psycopg.Connection[Any]]:
 
 
 def literal_score(m: dict[str, Any], claimed: str | None, sim: float, at: datetime) -> float:
-    """DESIGN.md's reference formula, written out independently of the SQL."""
+    """The reference formula (docs/ghosts.md), written out independently of the SQL."""
     activation = m["activation_count"] + m["overview_count"]
     scope_bonus = 1.0 if claimed is not None and m["project"] == claimed else 0.0
     base = (

@@ -1,4 +1,4 @@
-"""The operations contract: defaults of DESIGN.md, bounded descriptions, clear argument errors."""
+"""The operations contract: the documented defaults, bounded descriptions, clear argument errors."""
 
 from __future__ import annotations
 

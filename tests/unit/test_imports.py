@@ -17,7 +17,6 @@ EXPECTED_ALL = {
     "HashEmbedder",
     "InvalidArgument",
     "NotFound",
-    "NotImplementedYet",
     "OpResult",
     "OpSpec",
     "SchemaMismatch",

@@ -1,4 +1,4 @@
-"""Every shipped sample parses to what FORMATS.md predicts (conv ids, titles, projects, spans, message counts)."""
+"""Every shipped sample parses to what docs/platforms.md predicts (conv ids, titles, projects, spans, message counts)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Importers: platform files → :class:`~ghostmem.records.ConversationRecord` → Postgres.
 
 ``import_paths`` is the entry point (``GhostMem.import_paths`` and ``ghostmem import`` call it); one module per
-platform parses its files (see docs/formats.md and FORMATS.md); ``runner`` keeps imports incremental, idempotent
+platform parses its files (see docs/formats.md and docs/platforms.md); ``runner`` keeps imports incremental, idempotent
 and resumable.
 """
 

@@ -1,4 +1,4 @@
-"""ChatGPT data exports (FORMATS.md §2): ``conversations.json`` (alone or in the export zip).
+"""ChatGPT data exports (docs/platforms.md §2): ``conversations.json`` (alone or in the export zip).
 
 The file is one JSON array, often hundreds of MB on one line, so it is streamed conversation by conversation
 (:func:`~ghostmem.ingest.reading.read_document`): memory stays bounded by the largest single conversation. Only the

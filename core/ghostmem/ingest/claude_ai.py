@@ -1,4 +1,4 @@
-"""Claude.ai data exports (FORMATS.md §3): ``conversations.json`` (alone, in a folder or in the export zip).
+"""Claude.ai data exports (docs/platforms.md §3): ``conversations.json`` (alone, in a folder or in the export zip).
 
 Both shapes are read: the 2024 one (``text``, ``sender``, no parent pointer) and the 2025+ one (``content`` blocks,
 ``parent_message_uuid``). Exports flatten every branch and their array order is not chronological: with parent

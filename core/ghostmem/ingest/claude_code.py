@@ -1,4 +1,4 @@
-"""Claude Code session transcripts (FORMATS.md §1): ``~/.claude/projects/<enc-cwd>/<sessionId>.jsonl``.
+"""Claude Code session transcripts (docs/platforms.md §1): ``~/.claude/projects/<enc-cwd>/<sessionId>.jsonl``.
 
 One JSON object per line, appended while a session runs. What this module does with them:
 

@@ -1,4 +1,4 @@
-"""OpenAI Codex CLI rollouts (FORMATS.md §4): ``$CODEX_HOME/sessions/YYYY/MM/DD/rollout-…-<uuid>.jsonl``.
+"""OpenAI Codex CLI rollouts (docs/platforms.md §4): ``$CODEX_HOME/sessions/YYYY/MM/DD/rollout-…-<uuid>.jsonl``.
 
 Both envelope generations are read: the current ``{"timestamp", "type", "payload"}`` lines and the legacy bare
 response items after a bare ``{id, timestamp, instructions}`` first line. Every turn is recorded twice; one copy is

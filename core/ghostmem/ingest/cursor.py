@@ -1,4 +1,4 @@
-"""Cursor chats (FORMATS.md §6): SQLite ``state.vscdb`` files, global and per workspace, with JSON values.
+"""Cursor chats (docs/platforms.md §6): SQLite ``state.vscdb`` files, global and per workspace, with JSON values.
 
 Cursor keeps the databases open, so each is copied (with its ``-wal``) to a temporary directory and read from the
 copy. Modern composer chats live in the global database (``cursorDiskKV``: ``composerData:<id>`` with the bubble

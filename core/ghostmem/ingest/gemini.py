@@ -1,4 +1,4 @@
-"""Gemini CLI sessions (FORMATS.md §5): ``~/.gemini/tmp/<sha256(project)>/chats/session-….json``.
+"""Gemini CLI sessions (docs/platforms.md §5): ``~/.gemini/tmp/<sha256(project)>/chats/session-….json``.
 
 One JSON document per session, rewritten in place (so it is read whole whenever it changed). User content is a
 string or a Part list; ``gemini`` (or ``model``) messages carry the answer, ``thoughts`` and ``toolCalls`` with their
