@@ -153,3 +153,22 @@ class GiveFeedbackArgs(OpArgs):
         "prediction_error: it predicted wrongly."
     )
     note: str | None = Field(None, max_length=MAX_CONTENT_CHARS, description="Why, in a sentence.")
+
+
+class UpdateMemoryArgs(OpArgs):
+    memory_id: int = Field(ge=1, le=MAX_MEMORY_ID, description="The memory_id of the ghost memory to reword.")
+    content: str = Field(
+        min_length=1,
+        max_length=MAX_CONTENT_CHARS,
+        description="The corrected rule or lesson, as one sentence.",
+    )
+    reason: str | None = Field(
+        None, max_length=MAX_CONTENT_CHARS, description="Why it changes, in a sentence."
+    )
+
+
+class RetireMemoryArgs(OpArgs):
+    memory_id: int = Field(ge=1, le=MAX_MEMORY_ID, description="The memory_id of the ghost memory to retire.")
+    reason: str = Field(
+        min_length=1, max_length=MAX_CONTENT_CHARS, description="Why it is wrong or no longer applies."
+    )

@@ -192,6 +192,20 @@ def cmd_grant_project(args: argparse.Namespace) -> int:
     return 0
 
 
+@command("restore-memory")
+def cmd_restore_memory(args: argparse.Namespace) -> int:
+    from ghostmem.ghosts import restore_memory
+
+    with store(args) as gm, gm.connection() as conn:
+        content = restore_memory(conn, gm.owner, args.memory_id, gm.embedder)
+    emit(
+        args,
+        f"restored ghost memory {args.memory_id}: {content}",
+        {"memory_id": args.memory_id, "content": content},
+    )
+    return 0
+
+
 @command("revoke-project")
 def cmd_revoke_project(args: argparse.Namespace) -> int:
     from ghostmem.ghosts import revoke_project
@@ -456,6 +470,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("role", help="a database role (the login role the application connects as)")
     p.add_argument("project", help="a project that role may claim")
+    p = sub.add_parser(
+        "restore-memory",
+        parents=[common],
+        help="operator: put a retired ghost memory back (same id, signals and feedback)",
+    )
+    p.add_argument("memory_id", type=int, help="the memory_id retire_memory reported")
     p = sub.add_parser(
         "revoke-project", parents=[common], help="take a project (or the whole map) from a role"
     )

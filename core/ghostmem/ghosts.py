@@ -17,11 +17,19 @@ from typing import Any
 
 from psycopg import Connection, sql
 
-from ghostmem.args import GiveFeedbackArgs, RememberArgs, SearchGhostMemoriesArgs
+from ghostmem.args import (
+    GiveFeedbackArgs,
+    RememberArgs,
+    RetireMemoryArgs,
+    SearchGhostMemoriesArgs,
+    UpdateMemoryArgs,
+)
 from ghostmem.context import OpContext
+from ghostmem.db import vector
 from ghostmem.db.roles import operator
+from ghostmem.embed import Embedder
 from ghostmem.errors import DatabaseUnavailable, InvalidArgument, NotFound
-from ghostmem.models import FeedbackResult, GhostList, GhostMemoryRow, RememberResult
+from ghostmem.models import FeedbackResult, GhostList, GhostMemoryRow, MemoryChange, RememberResult
 from ghostmem.program import Embed, Program, Query, Row
 from ghostmem.redact import redact
 
@@ -118,6 +126,61 @@ def give_feedback(ctx: OpContext, args: GiveFeedbackArgs) -> Program[FeedbackRes
             "from a search_ghost_memories result"
         )
     return FeedbackResult(memory=_memory(rows[0]), signal=args.signal)
+
+
+def update_memory(ctx: OpContext, args: UpdateMemoryArgs) -> Program[MemoryChange]:
+    """Reword a memory: same id, signals and feedback, a new vector; the old wording is kept in its history."""
+    content = redact(args.content)
+    reason = redact(args.reason) if args.reason else None
+    vector = yield Embed(content)
+    claimed = ctx.current_project
+    yield from _act_as_runtime(ctx, claimed)
+    rows = yield Query(
+        "SELECT * FROM agent.update_memory(%s, %s, %s, %s, %s::vector, %s)",
+        (ctx.owner, claimed, args.memory_id, content, vector, reason),
+    )
+    if not rows:
+        raise _not_changeable("update_memory", args.memory_id)
+    return MemoryChange(memory=_memory(rows[0]), action="updated")
+
+
+def retire_memory(ctx: OpContext, args: RetireMemoryArgs) -> Program[MemoryChange]:
+    """Take a wrong or outdated memory out of every search; it is kept (who, when, why) for the operator."""
+    reason = redact(args.reason)
+    claimed = ctx.current_project
+    yield from _act_as_runtime(ctx, claimed)
+    rows = yield Query(
+        "SELECT * FROM agent.retire_memory(%s, %s, %s, %s)", (ctx.owner, claimed, args.memory_id, reason)
+    )
+    if not rows:
+        raise _not_changeable("retire_memory", args.memory_id)
+    return MemoryChange(memory=_memory(rows[0]), action="retired")
+
+
+def _not_changeable(op: str, memory_id: int) -> NotFound:
+    return NotFound(
+        f"{op}: there is no ghost memory with memory_id {memory_id} that you may change here; use a memory_id "
+        "from a search_ghost_memories result (a project-bound agent changes only its project's memories)"
+    )
+
+
+def restore_memory(conn: Connection[Any], owner: str, memory_id: int, embedder: Embedder) -> str:
+    """Operator: put a retired memory back (same id, signals and feedback, a fresh vector); returns its text."""
+    rows = operator(
+        conn,
+        "SELECT memory ->> 'content' FROM agent.retired_ghosts WHERE owner = %s AND memory_id = %s::bigint",
+        (owner, str(memory_id)),
+        "restore a retired memory",
+    )
+    if not rows:
+        raise NotFound(f"there is no retired ghost memory {memory_id} of owner {owner!r}")
+    content = str(rows[0][0])
+    with conn.transaction():
+        conn.execute(
+            "SELECT agent.restore_memory(%s, %s, %s)",
+            (owner, memory_id, vector(embedder.embed_query(content))),
+        )
+    return content
 
 
 def grant_project(conn: Connection[Any], role: str, project: str) -> list[str]:

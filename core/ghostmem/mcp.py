@@ -31,7 +31,7 @@ DEFAULT_PORT = 8765
 INSTRUCTIONS = (
     "ghostmem is the user's long-term memory: their past conversations with AI assistants "
     "(search_personal_memory, list_recent_conversations, ...) and the rules this agent learned "
-    "(search_ghost_memories, remember, give_feedback)."
+    "(search_ghost_memories, remember, give_feedback, update_memory, retire_memory)."
 )
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -112,3 +112,10 @@ class RememberResult(_Model):
 class FeedbackResult(_Model):
     memory: GhostMemoryRow
     signal: str
+
+
+class MemoryChange(_Model):
+    """What update_memory or retire_memory did to a memory (``memory`` as it is now, or as it was when retired)."""
+
+    memory: GhostMemoryRow
+    action: Literal["updated", "retired"]

@@ -19,8 +19,10 @@ from ghostmem.args import (
     ListRecentConversationsArgs,
     OpArgs,
     RememberArgs,
+    RetireMemoryArgs,
     SearchGhostMemoriesArgs,
     SearchPersonalMemoryArgs,
+    UpdateMemoryArgs,
 )
 from ghostmem.context import OpContext
 from ghostmem.errors import InvalidArgument
@@ -29,6 +31,7 @@ from ghostmem.models import (
     ConversationSummary,
     FeedbackResult,
     GhostList,
+    MemoryChange,
     RememberResult,
     SearchResult,
     Thread,
@@ -232,6 +235,36 @@ OPS: tuple[OpSpec[Any, Any], ...] = (
         render=render.feedback_result,
         cli_name="feedback",
         cli_positional=("memory_id", "signal"),
+        writes=True,
+    ),
+    OpSpec(
+        name="update_memory",
+        description=(
+            "Correct the wording of a ghost memory that is partly wrong or unclear: it keeps its memory_id, its "
+            "feedback and its history (the old wording is kept), and is found by its new wording. Give the "
+            "whole new sentence and, in `reason`, why."
+        ),
+        args_model=UpdateMemoryArgs,
+        result_model=MemoryChange,
+        program=ghosts.update_memory,
+        render=render.memory_change,
+        cli_name="update-memory",
+        cli_positional=("memory_id", "content"),
+        writes=True,
+    ),
+    OpSpec(
+        name="retire_memory",
+        description=(
+            "Retire a ghost memory that is wrong, outdated or was never meant to be followed: no search returns "
+            "it any more. It is kept with who retired it, when and why (`reason`, required), and only an "
+            "operator can restore it."
+        ),
+        args_model=RetireMemoryArgs,
+        result_model=MemoryChange,
+        program=ghosts.retire_memory,
+        render=render.memory_change,
+        cli_name="retire-memory",
+        cli_positional=("memory_id",),
         writes=True,
     ),
 )

@@ -26,6 +26,7 @@ from ghostmem.models import (
     FeedbackResult,
     GhostList,
     GhostMemoryRow,
+    MemoryChange,
     MessageView,
     RememberResult,
     SearchResult,
@@ -172,3 +173,9 @@ def remember_result(result: RememberResult) -> str:
 
 def feedback_result(result: FeedbackResult) -> str:
     return f"Recorded {result.signal}: {ghost_row(result.memory)}"
+
+
+def memory_change(result: MemoryChange) -> str:
+    if result.action == "retired":
+        return f"Retired (no search returns it; an operator can restore it): {ghost_row(result.memory)}"
+    return f"Updated (its history keeps the old wording): {ghost_row(result.memory)}"

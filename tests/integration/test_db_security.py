@@ -143,7 +143,17 @@ SHADOWS = {
     "ghost_memories": "agent.ghost_memories",
 }
 # temp tables only: names of ghostmem's tables, in case a body named one without its schema
-RELATIONS = ("ghost_feedback", "role_projects", "runtime_roles", "settings", "conversations", "messages")
+RELATIONS = (
+    "ghost_feedback",
+    "role_projects",
+    "runtime_roles",
+    "settings",
+    "conversations",
+    "messages",
+    "ghost_revisions",
+    "retired_ghosts",
+    "store_items",
+)
 # one sample value per real type, cast in the attacker's own session to prove the trap is armed
 ARMED = {"text": "'x'", "int4": "1", "tsquery": "'x'", "vector": "'[1,2,3]'"}
 
@@ -205,6 +215,8 @@ def _api_calls(owner: str, victim_id: int, own_id: int) -> list[tuple[str, str, 
     search = "SELECT * FROM agent.search_ghost_ranked(%s, %s, %s, %s::public.vector, %s, %s)"
     remember = "SELECT * FROM agent.remember(%s, %s, %s, %s, %s, %s::pg_catalog.text[], %s::public.vector)"
     feedback = "SELECT * FROM agent.give_feedback(%s, %s, %s, %s, %s)"
+    update = "SELECT * FROM agent.update_memory(%s, %s, %s, %s, %s::public.vector, %s)"
+    retire = "SELECT * FROM agent.retire_memory(%s, %s, %s, %s)"
     return [
         ("claim_refusal", "SELECT agent.claim_refusal(%s)", (None,)),
         ("claim_refusal", "SELECT agent.claim_refusal(%s)", ("alpha",)),
@@ -227,6 +239,10 @@ def _api_calls(owner: str, victim_id: int, own_id: int) -> list[tuple[str, str, 
         ("give_feedback", feedback, (owner, None, own_id, "endorse", "worked")),
         ("give_feedback", feedback, (owner, "alpha", own_id, "correct", None)),
         ("give_feedback", feedback, (owner, None, victim_id, "incident_prevented", "steal")),
+        ("update_memory", update, (owner, "alpha", own_id, "deploy the rules on Tuesdays", vec, "moved")),
+        ("update_memory", update, (owner, None, victim_id, "stolen", vec, "steal")),
+        ("retire_memory", retire, (owner, None, victim_id, "steal")),
+        ("retire_memory", retire, (owner, "alpha", own_id, "done")),
     ]
 
 

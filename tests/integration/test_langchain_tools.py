@@ -21,12 +21,14 @@ OP_NAMES = [spec.name for spec in OPS]
 
 def example_arguments(op: str, gm: GhostMem) -> dict[str, Any]:
     """Arguments a model could send to ``op`` that succeed on freshly seeded data."""
-    if op in {"search_ghost_memories", "remember", "give_feedback"}:
+    if op in {"search_ghost_memories", "remember", "give_feedback", "update_memory", "retire_memory"}:
         memory_id = seed_rule(gm)
         return {
             "search_ghost_memories": {"query": "migrations before tests"},
             "remember": {"content": "Never scan the production network of this client.", "kind": "warning"},
             "give_feedback": {"memory_id": memory_id, "signal": "endorse", "note": "it saved a deploy"},
+            "update_memory": {"memory_id": memory_id, "content": "Run the migrations before every test run."},
+            "retire_memory": {"memory_id": memory_id, "reason": "the pipeline migrates on its own now"},
         }[op]
     ids = seed_conversations(gm)
     return {

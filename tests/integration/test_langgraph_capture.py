@@ -39,9 +39,22 @@ def every_tool_script(conv_id: str) -> ScriptedChatModel:
         if len(done) < len(steps):
             name = list(steps)[len(done)]
             return call(name, len(done), **steps[name])
-        if len(done) == len(steps):  # feedback on the memory just remembered
-            memory_id = done[-1].artifact.memory.memory_id  # type: ignore[attr-defined]
-            return call("give_feedback", len(done), memory_id=memory_id, signal="endorse")
+        # then the memory just remembered: feedback, a better wording, and its retirement
+        memory_id = done[len(steps) - 1].artifact.memory.memory_id  # type: ignore[attr-defined]
+        lifecycle = [
+            ("give_feedback", {"memory_id": memory_id, "signal": "endorse"}),
+            (
+                "update_memory",
+                {"memory_id": memory_id, "content": "Restart the vault agents after a token renewal."},
+            ),
+            (
+                "retire_memory",
+                {"memory_id": memory_id, "reason": "the agents reload tokens on their own now"},
+            ),
+        ]
+        if len(done) < len(steps) + len(lifecycle):
+            name, args = lifecycle[len(done) - len(steps)]
+            return call(name, len(done), **args)
         return AIMessage(
             "Rotated the staging vault tokens: renew with the periodic role, then restart the agents."
         )

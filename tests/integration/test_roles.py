@@ -54,6 +54,13 @@ def _every_operation(gm: GhostMem) -> dict[str, Any]:
         "get_conversation_summary": gm.get_conversation_summary("app-1").data.head,
         "search_ghost_memories": gm.search_ghost_memories("staging keys", current_project="alpha").data.rows,
         "give_feedback": gm.give_feedback(memory.memory_id, "endorse").data.memory,
+        "update_memory": gm.update_memory(
+            memory.memory_id, "rotate the staging keys every month"
+        ).data.memory,
+        "retire_memory": gm.retire_memory(
+            gm.remember("keep the staging keys forever").data.memory.memory_id,
+            reason="keys are short-lived now",
+        ).data.memory,
     }
     assert set(results) == {spec.name for spec in OPS}
     return results

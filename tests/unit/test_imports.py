@@ -52,4 +52,6 @@ def test_op_names_match_design() -> None:
         "search_ghost_memories",
         "remember",
         "give_feedback",
+        "update_memory",
+        "retire_memory",
     ]
