@@ -7,7 +7,6 @@ from collections.abc import Sequence
 
 from ghostmem import GhostMem
 from ghostmem.binding import Binding, Closes
-from ghostmem.capture import append_messages, delete_conversation, load_messages
 from ghostmem.embed import Embedder
 from ghostmem.records import Platform
 from langchain_core.chat_history import BaseChatMessageHistory
@@ -57,35 +56,25 @@ class GhostMemChatMessageHistory(Closes, BaseChatMessageHistory):
 
     @property
     def messages(self) -> list[BaseMessage]:  # type: ignore[override]
-        store = self.binding.store
-        with store.connection() as conn:
-            records = load_messages(conn, store.owner, self.session_id)
-        return [from_record(r) for r in records]
+        return [from_record(r) for r in self.binding.store.capture_messages(self.session_id)]
 
     async def aget_messages(self) -> list[BaseMessage]:
         return await asyncio.to_thread(lambda: self.messages)
 
     def add_messages(self, messages: Sequence[BaseMessage]) -> None:
-        store = self.binding.store
-        with store.connection() as conn:
-            append_messages(
-                conn,
-                store.owner,
-                self.session_id,
-                PLATFORM,
-                [to_record(m) for m in messages],
-                embedder=store.embedder,
-                title=self.title,
-                project=self.project,
-            )
+        self.binding.store.capture_append(
+            self.session_id,
+            [to_record(m) for m in messages],
+            platform=PLATFORM,
+            title=self.title,
+            project=self.project,
+        )
 
     async def aadd_messages(self, messages: Sequence[BaseMessage]) -> None:
         await asyncio.to_thread(self.add_messages, messages)
 
     def clear(self) -> None:
-        store = self.binding.store
-        with store.connection() as conn:
-            delete_conversation(conn, store.owner, self.session_id)
+        self.binding.store.capture_delete(self.session_id)
 
     async def aclear(self) -> None:
         await asyncio.to_thread(self.clear)

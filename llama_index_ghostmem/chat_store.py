@@ -16,7 +16,6 @@ from ghostmem.binding import Binding, Closes
 from ghostmem.capture import (
     append_messages,
     conversation_ids,
-    delete_conversation,
     load_messages,
     lock_conversation,
     save_messages,
@@ -27,7 +26,6 @@ from ghostmem.records import MessageRecord, Platform, Role
 from llama_index.core.llms import ChatMessage, MessageRole, TextBlock
 from llama_index.core.storage.chat_store.base import BaseChatStore
 from llama_index.core.storage.chat_store.base_db import AsyncDBChatStore, MessageStatus
-from psycopg import Connection
 from pydantic import ConfigDict, Field
 
 PLATFORM: Platform = "llamaindex"
@@ -78,68 +76,34 @@ class GhostMemChatStore(Closes, BaseChatStore):
     def class_name(cls) -> str:
         return "GhostMemChatStore"
 
-    def _records(self, key: str) -> list[MessageRecord]:
-        store = self.binding.store
-        with store.connection() as conn:
-            return load_messages(conn, store.owner, key)
-
-    def _save(self, conn: Connection[Any], key: str, records: list[MessageRecord]) -> None:
-        store = self.binding.store
-        save_messages(
-            conn, store.owner, key, PLATFORM, records, embedder=store.embedder, project=self.project
+    def set_messages(self, key: str, messages: list[ChatMessage]) -> None:
+        self.binding.store.capture_replace(
+            key, [_to_record(m) for m in messages], platform=PLATFORM, project=self.project
         )
 
-    def set_messages(self, key: str, messages: list[ChatMessage]) -> None:
-        with self.binding.store.connection() as conn:
-            self._save(conn, key, [_to_record(m) for m in messages])
-
     def get_messages(self, key: str) -> list[ChatMessage]:
-        return [_from_record(r) for r in self._records(key)]
+        return [_from_record(r) for r in self.binding.store.capture_messages(key)]
 
     def add_message(self, key: str, message: ChatMessage) -> None:
-        store = self.binding.store
-        with store.connection() as conn:
-            append_messages(
-                conn,
-                store.owner,
-                key,
-                PLATFORM,
-                [_to_record(message)],
-                embedder=store.embedder,
-                project=self.project,
-            )
+        self.binding.store.capture_append(key, [_to_record(message)], platform=PLATFORM, project=self.project)
 
     def delete_messages(self, key: str) -> list[ChatMessage] | None:
-        store = self.binding.store
-        with store.connection() as conn:
-            lock_conversation(conn, store.owner, key)
-            records = load_messages(conn, store.owner, key)
-            delete_conversation(conn, store.owner, key)
-        return [_from_record(r) for r in records] or None
+        return [_from_record(r) for r in self.binding.store.capture_delete(key)] or None
 
     def delete_message(self, key: str, idx: int) -> ChatMessage | None:
-        return self._remove(key, lambda n: idx)
+        if idx < 0:  # a position from the start; a negative one removes nothing
+            return None
+        return self._remove(key, idx)
 
     def delete_last_message(self, key: str) -> ChatMessage | None:
-        return self._remove(key, lambda n: n - 1)
+        return self._remove(key, -1)
 
-    def _remove(self, key: str, position: Callable[[int], int]) -> ChatMessage | None:
-        """Remove one message (its index computed from the current length) in one locked transaction."""
-        store = self.binding.store
-        with store.connection() as conn:
-            lock_conversation(conn, store.owner, key)
-            records = load_messages(conn, store.owner, key)
-            idx = position(len(records))
-            if not 0 <= idx < len(records):
-                return None
-            removed = records.pop(idx)
-            self._save(conn, key, records)
-        return _from_record(removed)
+    def _remove(self, key: str, index: int) -> ChatMessage | None:
+        removed = self.binding.store.capture_remove(key, index, platform=PLATFORM, project=self.project)
+        return None if removed is None else _from_record(removed)
 
     def get_keys(self) -> list[str]:
-        store = self.binding.store
-        with store.connection() as conn:
-            return conversation_ids(conn, store.owner, PLATFORM)
+        return self.binding.store.capture_ids(PLATFORM)
 
 
 def _to_record(message: ChatMessage) -> MessageRecord:

@@ -5,6 +5,10 @@ through :func:`ghostmem.store.save_conversation` (the one write path: redaction,
 embeddings), so the conversation is searchable as soon as the call returns. A message's native id is its position
 (chat histories and chat stores) or the application's own message id (an agent's thread, :func:`sync_messages`).
 Appending writes and embeds only the new messages; rewriting keeps the rows and embeddings of unchanged ones.
+
+Applications reach these through the client (:meth:`ghostmem.GhostMem.capture_append` and its siblings), which
+supplies the connection, owner and embedder; the LangChain and LlamaIndex chat stores and the capture middleware
+are thin layers over them.
 """
 
 from __future__ import annotations
@@ -199,6 +203,34 @@ def delete_conversation(conn: Connection[Any], owner: str, conv_id: str) -> bool
         (owner, TIER, conv_id),
     ).fetchone()
     return row is not None
+
+
+def remove_conversation(conn: Connection[Any], owner: str, conv_id: str) -> list[MessageRecord]:
+    """Remove a captured conversation; returns the messages it held (empty when there was none)."""
+    lock_conversation(conn, owner, conv_id)
+    records = load_messages(conn, owner, conv_id)
+    delete_conversation(conn, owner, conv_id)
+    return records
+
+
+def remove_message(
+    conn: Connection[Any],
+    owner: str,
+    conv_id: str,
+    platform: Platform,
+    index: int,
+    *,
+    embedder: Embedder | None,
+    project: str | None = None,
+) -> MessageRecord | None:
+    """Remove the message at ``index`` (negative counts from the end); None when there is no such message."""
+    lock_conversation(conn, owner, conv_id)
+    records = load_messages(conn, owner, conv_id)
+    if not -len(records) <= index < len(records):
+        return None
+    removed = records.pop(index)
+    save_messages(conn, owner, conv_id, platform, records, embedder=embedder, project=project)
+    return removed
 
 
 def conversation_ids(conn: Connection[Any], owner: str, platform: Platform) -> list[str]:

@@ -11,7 +11,6 @@ import argparse
 import json
 import logging
 import sys
-import time
 import types
 import typing
 from collections.abc import Callable, Sequence
@@ -140,10 +139,7 @@ def cmd_db(args: argparse.Namespace) -> int:
 
 @command("migrate")
 def cmd_migrate(args: argparse.Namespace) -> int:
-    from ghostmem import db
-
-    gm = store(args)
-    applied = db.prepare(gm.dsn, gm.embedder.dim, gm.embedder.name, gm.settings.runtime_role)
+    applied = store(args).migrate()
     emit(
         args,
         "applied: " + (", ".join(applied) if applied else "nothing (schema is current)"),
@@ -155,10 +151,8 @@ def cmd_migrate(args: argparse.Namespace) -> int:
 @command("reembed")
 def cmd_reembed(args: argparse.Namespace) -> int:
     """Switch the embedding model (and vector dimension) and embed everything again."""
-    from ghostmem.embed import make_embedder
-    from ghostmem.reembed import reembed
-
-    done = reembed(Settings.from_env(dsn=args.dsn, owner=args.owner), make_embedder(args.model))
+    with store(args) as gm:
+        done = gm.reembed(args.model)
     emit(
         args,
         f"now {done['model']} ({done['dims']} dims): re-embedded {done['messages']} messages, "
@@ -182,10 +176,8 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 @command("grant-project")
 def cmd_grant_project(args: argparse.Namespace) -> int:
-    from ghostmem.ghosts import grant_project
-
-    with store(args) as gm, gm.connection() as conn:
-        projects = grant_project(conn, args.role, args.project)
+    with store(args) as gm:
+        projects = gm.grant_project(args.role, args.project)
     emit(
         args, f"role {args.role} may claim: {', '.join(projects)}", {"role": args.role, "projects": projects}
     )
@@ -208,10 +200,8 @@ def cmd_restore_memory(args: argparse.Namespace) -> int:
 
 @command("revoke-project")
 def cmd_revoke_project(args: argparse.Namespace) -> int:
-    from ghostmem.ghosts import revoke_project
-
-    with store(args) as gm, gm.connection() as conn:
-        projects = revoke_project(conn, args.role, args.project)
+    with store(args) as gm:
+        projects = gm.revoke_project(args.role, args.project)
     text = f"role {args.role} may claim: {', '.join(projects)}"
     if not projects:
         text = f"role {args.role} has no project map: it may claim any project"
@@ -249,27 +239,25 @@ def cmd_revoke_app(args: argparse.Namespace) -> int:
 
 @command("import")
 def cmd_import(args: argparse.Namespace) -> int:
-    from ghostmem.ingest import import_langchain_table, watch
-
     with store(args) as gm:
         if args.langgraph_checkpoints:
             return _import_checkpoints(args, gm)
         if args.langchain_table:
             if not args.from_dsn:
                 raise GhostMemError("--langchain-table needs --from-dsn (the database holding the table)")
-            report = import_langchain_table(
-                gm, args.from_dsn, args.langchain_table, tier=args.tier, embed=not args.no_embed,
+            report = gm.import_langchain_table(
+                args.from_dsn, args.langchain_table, tier=args.tier, embed=not args.no_embed,
                 progress=not (args.no_progress or args.json),
             )  # fmt: skip
         elif args.watch:
-            return watch(
-                gm,
+            gm.watch(
                 args.paths or None,
                 tier=args.tier,
                 embed=not args.no_embed,
                 interval=args.interval,
                 on_report=lambda r: emit(args, r.render(), r.to_dict()),
             )
+            return 0
         else:
             report = gm.import_paths(
                 args.paths or None,
@@ -296,29 +284,17 @@ def _import_checkpoints(args: argparse.Namespace, gm: GhostMem) -> int:
 @command("embed")
 def cmd_embed(args: argparse.Namespace) -> int:
     """Embed what `ghostmem import --no-embed` left for later, then refresh the conversations' vectors."""
-    from ghostmem.ingest import autocommit, embed_all, refresh_embedded
-
-    with store(args) as gm, gm.connection() as conn, autocommit(conn):  # each batch commits: resumable
-        started = time.perf_counter()
-        count = embed_all(conn, gm, progress=not (args.no_progress or args.json))
-        seconds = time.perf_counter() - started
-        refreshed = refresh_embedded(conn, gm.owner)
-    rate = f" ({count / seconds:.0f} messages/s)" if count and seconds else ""
-    emit(
-        args,
-        f"embedded {count} messages in {seconds:.1f}s{rate}; refreshed {refreshed} conversations",
-        {"embedded": count, "seconds": round(seconds, 3), "conversations_refreshed": refreshed},
-    )
+    with store(args) as gm:
+        report = gm.embed_pending(progress=not (args.no_progress or args.json))
+    emit(args, report.render(), report.to_dict())
     return 0
 
 
 @command("forget")
 def cmd_forget(args: argparse.Namespace) -> int:
     """Delete a conversation with its messages and vectors, and keep it from coming back on the next import."""
-    from ghostmem.ingest import forget
-
-    with store(args) as gm, gm.connection() as conn:
-        removed = forget(conn, gm.owner, args.conv_id)
+    with store(args) as gm:
+        removed = gm.forget(args.conv_id)
     text = (
         f"forgot {', '.join(removed)}; it will not be imported again"
         if removed
@@ -331,10 +307,8 @@ def cmd_forget(args: argparse.Namespace) -> int:
 @command("enrich")
 def cmd_enrich(args: argparse.Namespace) -> int:
     """Recompute intensity, conversation vectors, clusters and topics for every conversation."""
-    from ghostmem.ingest import autocommit, enrich_everything
-
-    with store(args) as gm, gm.connection() as conn, autocommit(conn):
-        count = enrich_everything(conn, gm.owner)
+    with store(args) as gm:
+        count = gm.enrich()
     emit(args, f"enriched {count} conversations and reclustered", {"conversations": count})
     return 0
 

@@ -4,6 +4,11 @@ Connecting is lazy: the first call resolves the DSN (starting the embedded serve
 schema and opens a pool — once, however many calls arrive at the same time (a lock guards it). Each operation runs
 in one transaction on one pooled connection (see :func:`ghostmem.db.checkout`). An application may pass its own
 open pool (``pool=``); ghostmem borrows its connections and never closes it.
+
+Besides the operations, the client carries thin methods for the jobs around them, each handing its connection,
+owner and embedder to the module that does the work: importing, embedding, enriching, forgetting and watching
+(:mod:`ghostmem.maintenance`), switching the embedding model (:mod:`ghostmem.reembed`), live capture of an
+application's conversations (:mod:`ghostmem.capture`), and the operator's project grants (:mod:`ghostmem.ghosts`).
 """
 
 from __future__ import annotations
@@ -16,8 +21,9 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
+from pgvector.psycopg import register_vector
 from psycopg import Connection
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 from pydantic import BaseModel
@@ -32,8 +38,13 @@ from ghostmem.program import run_async, run_sync
 
 if TYPE_CHECKING:
     from ghostmem.ingest import ImportReport
+    from ghostmem.maintenance import EmbedReport
+    from ghostmem.records import MessageRecord, Platform
+    from ghostmem.store import SaveResult
 
 logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +112,7 @@ class _Base:
         )
         self._dsn: str | None = None
         self._given_pool = pool
+        self._migrated = False
 
     @property
     def owner(self) -> str:
@@ -121,8 +133,31 @@ class _Base:
 
     def _prepare(self) -> str:
         dsn = self.dsn
-        db.prepare(dsn, self.embedder.dim, self.embedder.name, self.settings.runtime_role)
+        if not self._migrated:
+            db.prepare(dsn, self.embedder.dim, self.embedder.name, self.settings.runtime_role)
+            self._migrated = True
         return dsn
+
+    def migrate(self) -> list[str]:
+        """Check the server and apply pending schema migrations now; returns the migrations applied."""
+        applied = db.prepare(self.dsn, self.embedder.dim, self.embedder.name, self.settings.runtime_role)
+        self._migrated = True
+        return applied
+
+    @contextmanager
+    def _own_connection(self) -> Iterator[Connection[Any]]:
+        """A connection of its own (not pooled) for a long job; commits on exit, rolls back on error."""
+        with db.connect(self._prepare()) as conn:
+            register_vector(conn)
+            yield conn
+
+    def _reembed(self, embedder: Embedder | str) -> dict[str, Any]:
+        from ghostmem.reembed import reembed
+
+        new = make_embedder(embedder) if isinstance(embedder, str) else embedder
+        done = reembed(self.dsn, new, self.settings.runtime_role)
+        self._embedder = new
+        return done
 
     def _args(self, spec: OpSpec[Any, Any], arguments: Mapping[str, Any] | BaseModel | None) -> Any:
         return spec.parse(arguments)
@@ -178,18 +213,199 @@ class GhostMem(_Base):
             data = run_sync(spec.program(context or self.context, args), conn, self.embedder)
         return OpResult(spec.name, spec.render(data), data)
 
+    # -- maintenance: see ghostmem.maintenance ----------------------------------------------------------------
+
     def import_paths(
         self,
         paths: Sequence[str | Path] | None = None,
         *,
         tier: str = "personal",
         embed: bool = True,
-        **kwargs: Any,
+        enrich: bool = True,
+        progress: bool = False,
     ) -> ImportReport:
-        """Import conversations from files, folders or export zips (default locations when ``paths`` is None)."""
-        from ghostmem.ingest import import_paths
+        """Import conversations from files, folders or export zips (every platform's usual place when ``paths`` is
+        None), then embed (``embed=False``: later, with :meth:`embed_pending`) and enrich what changed."""
+        from ghostmem import maintenance
 
-        return import_paths(self, paths, tier=tier, embed=embed, **kwargs)
+        with self.connection() as conn:
+            return maintenance.import_paths(
+                conn, self.owner, tier, self.embedder, paths, embed=embed, enrich=enrich, progress=progress
+            )
+
+    def import_langchain_table(
+        self,
+        from_dsn: str,
+        table: str,
+        *,
+        tier: str = "personal",
+        embed: bool = True,
+        enrich: bool = True,
+        progress: bool = False,
+    ) -> ImportReport:
+        """Import a langchain-postgres ``PostgresChatMessageHistory`` table (``schema.table``) from the database at
+        ``from_dsn``; later runs read only rows added since."""
+        from ghostmem import maintenance
+
+        with self.connection() as conn:
+            return maintenance.import_langchain_table(
+                conn,
+                self.owner,
+                tier,
+                self.embedder,
+                from_dsn,
+                table,
+                embed=embed,
+                enrich=enrich,
+                progress=progress,
+            )
+
+    def watch(
+        self,
+        paths: Sequence[str | Path] | None = None,
+        *,
+        tier: str = "personal",
+        embed: bool = True,
+        interval: float = 30.0,
+        on_report: Callable[[ImportReport], None] | None = None,
+        rounds: int | None = None,
+    ) -> None:
+        """Import, then poll every ``interval`` seconds and import what grew, until interrupted (or ``rounds``)."""
+        from ghostmem import maintenance
+
+        maintenance.watch(
+            self.connection, self.owner, tier, self.embedder, paths,
+            embed=embed, interval=interval, on_report=on_report, rounds=rounds,
+        )  # fmt: skip
+
+    def embed_pending(self, *, progress: bool = False) -> EmbedReport:
+        """Embed the messages an import with ``embed=False`` left without a vector, and refresh their conversations."""
+        from ghostmem import maintenance
+
+        with self.connection() as conn:
+            return maintenance.embed_pending(conn, self.owner, self.embedder, progress=progress)
+
+    def enrich(self) -> int:
+        """Recompute intensity, conversation vectors, clusters and topics of every conversation; returns how many."""
+        from ghostmem import maintenance
+
+        with self.connection() as conn:
+            return maintenance.enrich(conn, self.owner)
+
+    def forget(self, conv_id: str) -> list[str]:
+        """Delete a conversation (and its subagents' conversations) with its messages and vectors, and keep it from
+        being imported again; returns the conversation ids removed."""
+        from ghostmem import maintenance
+
+        with self.connection() as conn:
+            return maintenance.forget(conn, self.owner, conv_id)
+
+    def reembed(self, embedder: Embedder | str) -> dict[str, Any]:
+        """Switch the database to another embedding model (and dimension) and embed everything again; this client
+        uses the new model afterwards. Every owner's data is re-embedded."""
+        self.close()  # pooled connections know the old vector columns
+        return self._reembed(embedder)
+
+    # -- operator: project grants (see ghostmem.ghosts) --------------------------------------------------------
+
+    def grant_project(self, role: str, project: str) -> list[str]:
+        """Let the database login role ``role`` claim ``project`` for ghost memories (its other claims are refused);
+        returns every project the role may now claim."""
+        from ghostmem.ghosts import grant_project
+
+        with self.connection() as conn:
+            return grant_project(conn, role, project)
+
+    def revoke_project(self, role: str, project: str | None = None) -> list[str]:
+        """Take ``project`` (None: the whole map) from ``role``; returns what it may still claim (empty: anything)."""
+        from ghostmem.ghosts import revoke_project
+
+        with self.connection() as conn:
+            return revoke_project(conn, role, project)
+
+    # -- live capture: see ghostmem.capture ---------------------------------------------------------------------
+
+    def capture_messages(self, conv_id: str) -> list[MessageRecord]:
+        """The messages of a captured conversation, in order (empty when it does not exist)."""
+        from ghostmem import capture
+
+        with self.connection() as conn:
+            return capture.load_messages(conn, self.owner, conv_id)
+
+    def capture_append(
+        self,
+        conv_id: str,
+        messages: Sequence[MessageRecord],
+        *,
+        platform: Platform,
+        title: str | None = None,
+        project: str | None = None,
+    ) -> SaveResult:
+        """Add ``messages`` at the end of a captured conversation (created on first use), stored and embedded at once
+        so that searches find them when the call returns."""
+        from ghostmem import capture
+
+        with self.connection() as conn:
+            return capture.append_messages(
+                conn,
+                self.owner,
+                conv_id,
+                platform,
+                messages,
+                embedder=self.embedder,
+                title=title,
+                project=project,
+            )
+
+    def capture_replace(
+        self,
+        conv_id: str,
+        messages: Sequence[MessageRecord],
+        *,
+        platform: Platform,
+        title: str | None = None,
+        project: str | None = None,
+    ) -> SaveResult:
+        """Make a captured conversation hold exactly ``messages`` (an empty list deletes it)."""
+        from ghostmem import capture
+
+        with self.connection() as conn:
+            return capture.save_messages(
+                conn,
+                self.owner,
+                conv_id,
+                platform,
+                messages,
+                embedder=self.embedder,
+                title=title,
+                project=project,
+            )
+
+    def capture_remove(
+        self, conv_id: str, index: int, *, platform: Platform, project: str | None = None
+    ) -> MessageRecord | None:
+        """Remove one message of a captured conversation (``index`` as in a list: -1 is the last); returns it, or
+        None when there is no such message."""
+        from ghostmem import capture
+
+        with self.connection() as conn:
+            return capture.remove_message(
+                conn, self.owner, conv_id, platform, index, embedder=self.embedder, project=project
+            )
+
+    def capture_delete(self, conv_id: str) -> list[MessageRecord]:
+        """Delete a captured conversation; returns the messages it held (empty when there was none)."""
+        from ghostmem import capture
+
+        with self.connection() as conn:
+            return capture.remove_conversation(conn, self.owner, conv_id)
+
+    def capture_ids(self, platform: Platform) -> list[str]:
+        """The conv_ids of one platform's captured conversations, oldest first."""
+        from ghostmem import capture
+
+        with self.connection() as conn:
+            return capture.conversation_ids(conn, self.owner, platform)
 
     def close(self) -> None:
         """Close the pool ghostmem opened (a pool passed in stays open); the next call opens a new one."""
@@ -250,22 +466,84 @@ class AsyncGhostMem(_Base):
             data = await run_async(spec.program(context or self.context, args), conn, self.embedder)
         return OpResult(spec.name, spec.render(data), data)
 
+    # -- maintenance: the same jobs as GhostMem's, in a worker thread on a connection of their own --------------
+
+    async def _in_thread(self, job: Callable[[Connection[Any]], T]) -> T:
+        def work() -> T:
+            with self._own_connection() as conn:
+                return job(conn)
+
+        return await asyncio.to_thread(work)
+
     async def import_paths(
         self,
         paths: Sequence[str | Path] | None = None,
         *,
         tier: str = "personal",
         embed: bool = True,
-        **kwargs: Any,
+        enrich: bool = True,
+        progress: bool = False,
     ) -> ImportReport:
-        """Runs the (CPU-bound) importer in a worker thread with a sync store of the same settings."""
+        """See :meth:`GhostMem.import_paths`."""
+        from ghostmem import maintenance
 
-        def work() -> ImportReport:
-            with GhostMem(settings=self.settings, embedder=self.embedder) as gm:
-                gm.context = self.context
-                return gm.import_paths(paths, tier=tier, embed=embed, **kwargs)
+        return await self._in_thread(
+            lambda conn: maintenance.import_paths(
+                conn, self.owner, tier, self.embedder, paths, embed=embed, enrich=enrich, progress=progress
+            )
+        )
 
-        return await asyncio.to_thread(work)
+    async def import_langchain_table(
+        self,
+        from_dsn: str,
+        table: str,
+        *,
+        tier: str = "personal",
+        embed: bool = True,
+        enrich: bool = True,
+        progress: bool = False,
+    ) -> ImportReport:
+        """See :meth:`GhostMem.import_langchain_table`."""
+        from ghostmem import maintenance
+
+        return await self._in_thread(
+            lambda conn: maintenance.import_langchain_table(
+                conn,
+                self.owner,
+                tier,
+                self.embedder,
+                from_dsn,
+                table,
+                embed=embed,
+                enrich=enrich,
+                progress=progress,
+            )
+        )
+
+    async def embed_pending(self, *, progress: bool = False) -> EmbedReport:
+        """See :meth:`GhostMem.embed_pending`."""
+        from ghostmem import maintenance
+
+        return await self._in_thread(
+            lambda conn: maintenance.embed_pending(conn, self.owner, self.embedder, progress=progress)
+        )
+
+    async def enrich(self) -> int:
+        """See :meth:`GhostMem.enrich`."""
+        from ghostmem import maintenance
+
+        return await self._in_thread(lambda conn: maintenance.enrich(conn, self.owner))
+
+    async def forget(self, conv_id: str) -> list[str]:
+        """See :meth:`GhostMem.forget`."""
+        from ghostmem import maintenance
+
+        return await self._in_thread(lambda conn: maintenance.forget(conn, self.owner, conv_id))
+
+    async def reembed(self, embedder: Embedder | str) -> dict[str, Any]:
+        """See :meth:`GhostMem.reembed`."""
+        await self.close()
+        return await asyncio.to_thread(self._reembed, embedder)
 
     async def close(self) -> None:
         """Close the pool ghostmem opened (a pool passed in stays open); the next call opens a new one."""

@@ -15,12 +15,11 @@ from typing import Any
 
 from psycopg import Connection, sql
 
-from ghostmem import db
-from ghostmem.config import Settings
+from ghostmem import db, maintenance
+from ghostmem.config import DEFAULT_RUNTIME_ROLE
 from ghostmem.db import migrate as migrations
 from ghostmem.embed import Embedder
 from ghostmem.errors import GhostMemError
-from ghostmem.ingest import enrich_everything
 from ghostmem.items import embed_pending_items
 from ghostmem.store import embed_pending
 
@@ -70,10 +69,12 @@ def _vector_indexes(conn: Connection[Any]) -> list[tuple[str, str, str]]:
     return [(r[0], r[1], r[2]) for r in rows]
 
 
-def reembed(settings: Settings, embedder: Embedder) -> dict[str, Any]:
-    """Switch the database to ``embedder`` and embed everything again; returns what was done."""
-    dsn = db.resolve_dsn(settings)
-    db.prepare(dsn, _stored_dims(dsn), embedder.name, settings.runtime_role)  # current schema, old dimension
+def reembed(dsn: str, embedder: Embedder, runtime_role: str = DEFAULT_RUNTIME_ROLE) -> dict[str, Any]:
+    """Switch the database at ``dsn`` to ``embedder`` and embed everything again; returns what was done.
+
+    ``GhostMem.reembed`` and ``ghostmem reembed --model`` call this.
+    """
+    db.prepare(dsn, _stored_dims(dsn), embedder.name, runtime_role)  # current schema, old dimension
     with db.connect(dsn, autocommit=True) as conn:
         conn.execute("SELECT pg_advisory_lock(%s)", (migrations.MIGRATION_LOCK,))
         try:
@@ -86,7 +87,7 @@ def reembed(settings: Settings, embedder: Embedder) -> dict[str, Any]:
                 r[0] for r in conn.execute("SELECT DISTINCT owner FROM ghostmem.conversations ORDER BY 1")
             ]
             messages = sum(embed_pending(conn, owner, embedder) for owner in owners)
-            conversations = sum(enrich_everything(conn, owner) for owner in owners)
+            conversations = sum(maintenance.enrich(conn, owner) for owner in owners)
             items = embed_pending_items(conn, embedder)
             with conn.transaction():
                 for _, _, statement in indexes:

@@ -19,7 +19,7 @@ import psycopg
 import pytest
 from ghostmem import GhostMem, HashEmbedder
 from ghostmem.cli import sample_exports
-from ghostmem.ingest import embed_all, forget, import_langchain_table
+from ghostmem.ingest import ImportReport
 from support.transcripts import cc, jsonl
 
 FIXTURES = sample_exports()
@@ -137,8 +137,7 @@ def test_ignore_marker_forget_and_library_tier(gm: GhostMem, tmp_path: Path) -> 
     path.write_text("".join(json.dumps(c) + "\n" for c in convs))
     report = gm.import_paths([path])
     assert report.counts("generic").ignored == 1 and report.conversations_new == 1
-    with gm.connection() as conn:
-        assert forget(conn, gm.owner, "keep") == ["keep"]
+    assert gm.forget("keep") == ["keep"]
     assert counts(gm) == (0, 0)
     shutil.copy(path, tmp_path / "again.jsonl")  # read again elsewhere: still nothing comes back
     again = gm.import_paths([tmp_path / "again.jsonl"])
@@ -166,14 +165,16 @@ def test_no_embed_then_embed_uses_the_cache(gm: GhostMem, tmp_path: Path) -> Non
             "SELECT count(*) FROM ghostmem.messages WHERE owner = %s AND tsv @@ plainto_tsquery('english', 'migration lock')",
             (gm.owner,),
         ).fetchone() == (3,)
-        assert embed_all(conn, gm) == 6  # user + assistant, never the tool dump
+    assert gm.embed_pending().embedded == 6  # user + assistant, never the tool dump
+    with gm.connection() as conn:
         cached = conn.execute(
             "SELECT count(*) FROM ghostmem.embedding_cache WHERE model = 'hash' AND content_hash = ANY(%s)",
             ([hashlib.sha256(same.encode()).digest()],),
         ).fetchone()
         assert cached == (1,)  # three messages, one text, one vector computed
-        assert embed_all(conn, gm) == 0
-        assert forget(conn, gm.owner, "e0") == ["e0"]
+    assert gm.embed_pending().embedded == 0
+    assert gm.forget("e0") == ["e0"]
+    with gm.connection() as conn:
         assert conn.execute(  # its vectors are gone from the cache too
             "SELECT count(*) FROM ghostmem.embedding_cache WHERE content_hash = ANY(%s)",
             ([hashlib.sha256(same.encode()).digest(), hashlib.sha256(b"reply 0 with words").digest()],),
@@ -277,10 +278,10 @@ def test_langchain_postgres_table(gm: GhostMem, pg_dsn: str) -> None:
         history = PostgresChatMessageHistory(table, session, sync_connection=conn)
         history.add_messages([SystemMessage("be terse"), HumanMessage("why is the replica lagging?"),
                               AIMessage("A long-running query holds back replay.")])  # fmt: skip
-        first = import_langchain_table(gm, pg_dsn, table)
+        first = gm.import_langchain_table(pg_dsn, table)
         assert (first.conversations_new, first.messages_new) == (1, 3)
         history.add_messages([HumanMessage("how do I find it?")])
-        second = import_langchain_table(gm, pg_dsn, table)
+        second = gm.import_langchain_table(pg_dsn, table)
         assert (second.conversations_updated, second.messages_new) == (1, 1)
     row = conversation(gm, session)
     assert (row["platform"], row["title"], row["msg_count"]) == (
@@ -288,7 +289,7 @@ def test_langchain_postgres_table(gm: GhostMem, pg_dsn: str) -> None:
         "why is the replica lagging?",
         3,
     )
-    missing = import_langchain_table(gm, pg_dsn, "no_such_table")
+    missing = gm.import_langchain_table(pg_dsn, "no_such_table")
     assert not missing.ok and "no_such_table" in missing.problems[0].reason
 
 
@@ -330,22 +331,9 @@ def test_planted_secrets_never_reach_the_database(gm: GhostMem, tmp_path: Path) 
 
 
 def test_watch_polls_cheaply(gm: GhostMem, tmp_path: Path) -> None:
-    from ghostmem.ingest import watch
-
     shutil.copytree(FIXTURES / "claude_code", tmp_path / "cc")
-    reports = []
-    assert (
-        watch(
-            gm,
-            [tmp_path / "cc"],
-            tier="personal",
-            embed=False,
-            interval=0,
-            on_report=reports.append,
-            rounds=3,
-        )
-        == 0
-    )
+    reports: list[ImportReport] = []
+    gm.watch([tmp_path / "cc"], tier="personal", embed=False, interval=0, on_report=reports.append, rounds=3)
     assert len(reports) == 1 and reports[0].conversations_new == 5  # later rounds had nothing to say
     quiet = gm.import_paths([tmp_path / "cc"], embed=False)
     assert (quiet.files_read, quiet.files_unchanged) == (0, 5)
@@ -393,10 +381,7 @@ def test_forgetting_a_session_keeps_its_subagents_out_too(gm: GhostMem, tmp_path
         project,
     )
     gm.import_paths([project])
-    with gm.connection() as conn:
-        assert forget(conn, gm.owner, "c45af7b1-cb7c-4e51-93db-8cbb250a877a") == [
-            "c45af7b1-cb7c-4e51-93db-8cbb250a877a"
-        ]
+    assert gm.forget("c45af7b1-cb7c-4e51-93db-8cbb250a877a") == ["c45af7b1-cb7c-4e51-93db-8cbb250a877a"]
     shutil.copy(FIXTURES / "claude_code" / "projects" / "-workspace" / "agent-af1ff21.jsonl", project)
     report = gm.import_paths([project])
     assert report.counts("claude_code").forgotten == 1 and counts(gm) == (0, 0)

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from ghostmem import GhostMem, HashEmbedder, SchemaMismatch, Settings
+from ghostmem import GhostMem, HashEmbedder, SchemaMismatch
 from ghostmem.items import ItemWrite, search_items, write_items
-from ghostmem.reembed import reembed, vector_columns
+from ghostmem.reembed import vector_columns
 from psycopg import sql
 from support.conversations import conversation, import_generic
 
@@ -52,7 +52,10 @@ def test_reembed_switches_dimension_and_keeps_everything_findable(
                 conn, owner, [ItemWrite(("n",), "k", {"c": "harbour lights"}, "harbour lights")], gm.embedder
             )
 
-    done = reembed(Settings.from_env(dsn=own_dsn, owner=owner), HashEmbedder(64))
+    with GhostMem(dsn=own_dsn, owner=owner, embedder=HashEmbedder(384)) as gm:
+        done = gm.reembed(HashEmbedder(64))
+        # the client switched with the database: its next search embeds the query with the new model
+        assert gm.search_personal_memory("cats fish", mode="vector").data.rows[0].conv_id == "cats"
     assert done["dims"] == 64 and done["ghost_memories"] == 1 and done["conversations"] == 2
     assert done["messages"] == 4 and "messages_embedding_hnsw" in done["indexes_rebuilt"]
     assert done["store_items"] == 1 and "store_items_embedding_hnsw" in done["indexes_rebuilt"]

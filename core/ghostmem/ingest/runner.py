@@ -5,6 +5,9 @@ JSONL) or a content hash (whole documents), so unchanged files are not read and 
 where the last run stopped. Each conversation is committed on its own; a file's state is written once the file is
 done, so a killed run re-reads that file and the upserts (by native id) make the second pass add nothing twice.
 Concurrent imports serialise per file and per conversation on advisory locks.
+
+The importer works on the connection, owner and tier it is given and knows nothing of the client; embedding and
+enriching what an import changed is :mod:`ghostmem.maintenance`'s part.
 """
 
 from __future__ import annotations
@@ -16,13 +19,12 @@ import zipfile
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import psycopg
 from psycopg import Connection
 from psycopg.types.json import Jsonb
 
-from ghostmem import enrich
 from ghostmem.errors import InvalidArgument
 from ghostmem.ingest import chatgpt, claude_ai, claude_code, codex, cursor, gemini, generic, langchain_pg
 from ghostmem.ingest.common import Item, Parsed, Problem, TitleHint
@@ -33,18 +35,12 @@ from ghostmem.records import TIERS, TITLE_FROM_SUMMARY, ConversationRecord, clip
 from ghostmem.store import (
     IGNORE_MARKER,
     SaveResult,
-    embed_pending,
     has_marker,
     ignore,
-    purge,
-    remember,
     save_conversation,
     scrub,
     scrub_json,
 )
-
-if TYPE_CHECKING:
-    from ghostmem.client import GhostMem
 
 logger = logging.getLogger(__name__)
 
@@ -60,7 +56,6 @@ PARSERS: dict[str, Parser] = {
 }
 _HEAD_BYTES = 4096
 _PIPELINE = psycopg.Pipeline.is_supported()  # libpq >= 14 (the binary wheel has it)
-_ENRICH_BATCH = 500
 # What the database refuses because of one record's content (a value it cannot hold, an id too long for its index):
 # that record is a problem, its transaction rolls back, the import goes on.
 _REFUSED = (psycopg.DataError, psycopg.IntegrityError, psycopg.errors.ProgramLimitExceeded)
@@ -90,20 +85,20 @@ def autocommit(conn: Connection[Any]) -> Iterator[Connection[Any]]:
 
 
 def import_paths(
-    gm: GhostMem,
+    conn: Connection[Any],
+    owner: str,
+    tier: str,
     paths: Sequence[str | Path] | None,
     *,
-    tier: str = "personal",
-    embed: bool = True,
     progress: bool = False,
-    enrich: bool = True,
 ) -> ImportReport:
     """Import conversations from files, folders and export zips (every platform's usual place when ``paths`` is None).
 
+    Each conversation commits on its own (the connection is in autocommit mode meanwhile). Embedding and enrichment
+    of what changed are :func:`ghostmem.maintenance.import_paths`'s part.
+
     Args:
-        embed: embed new conversational text after the import (False: lexical search only until ``ghostmem embed``).
         progress: show a progress bar on the terminal.
-        enrich: refresh intensity, conversation vectors and clusters of what changed.
     """
     check_tier(tier)
     report = ImportReport()
@@ -113,13 +108,13 @@ def import_paths(
             Problem("(default locations)", 0, "no conversations found: ~/.claude/projects, ~/.codex/sessions, "
                     "~/.gemini/tmp and Cursor's storage do not exist here (give paths to import)")
         )  # fmt: skip
-    with gm.connection() as conn, autocommit(conn):
+    with autocommit(conn):
         started = time.perf_counter()
         seen = {
             r[0]: (r[1], r[2])
             for r in conn.execute(
                 "SELECT path, size, mtime_ns FROM ghostmem.import_state WHERE owner = %s AND tier = %s",
-                (gm.owner, tier),
+                (owner, tier),
             )
         }
 
@@ -134,7 +129,7 @@ def import_paths(
             report.problems.append(problem)
 
         sources = list(iter_sources(targets, skipped, unchanged))
-        with _bar(progress) as bar:
+        with progress_bar(progress) as bar:
             task = bar.add_task("importing", total=len(sources)) if bar else None
             for source in sources:
                 label = f"{source.platform} {source.path.name}"[:40]
@@ -144,22 +139,15 @@ def import_paths(
                         bar.update(task, description=f"{label} · {done} conversations")
 
                 tick(0)
-                _import_source(conn, gm.owner, tier, source, report, tick)
+                _import_source(conn, owner, tier, source, report, tick)
                 if bar is not None and task is not None:
                     bar.advance(task)
-        _finish(conn, gm, tier, report, started, embed=embed, progress=progress, enrich=enrich)
+        _done(conn, owner, tier, report, started)
     return report
 
 
 def import_langchain_table(
-    gm: GhostMem,
-    from_dsn: str,
-    table: str,
-    *,
-    tier: str = "personal",
-    embed: bool = True,
-    progress: bool = False,
-    enrich: bool = True,
+    conn: Connection[Any], owner: str, tier: str, from_dsn: str, table: str
 ) -> ImportReport:
     """Import a langchain-postgres ``PostgresChatMessageHistory`` table (``schema.table`` or ``table``) by DSN.
 
@@ -168,48 +156,32 @@ def import_langchain_table(
     check_tier(tier)
     report = ImportReport()
     key = scrub(langchain_pg.source_key(from_dsn, table))
-    with gm.connection() as conn, autocommit(conn):
+    with autocommit(conn):
         started = time.perf_counter()
         row = conn.execute(
             "SELECT state FROM ghostmem.import_state WHERE owner = %s AND tier = %s AND path = %s",
-            (gm.owner, tier, key),
+            (owner, tier, key),
         ).fetchone()
         state: dict[str, Any] = dict(row[0]) if row else {}
         try:
             for item in langchain_pg.read_table(from_dsn, table, state):
-                _handle(conn, gm.owner, tier, key, item, report)
+                _handle(conn, owner, tier, key, item, report)
         except psycopg.Error as exc:
             report.files_skipped += 1
             reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             report.problems.append(Problem(key, 0, f"cannot read the table: {reason}"))
         else:
             last = int(state.get("last_id", 0))
-            _save_state(conn, gm.owner, tier, key, last, 0, last, None, state)
+            _save_state(conn, owner, tier, key, last, 0, last, None, state)
             report.files_read += 1
-        _finish(conn, gm, tier, report, started, embed=embed, progress=progress, enrich=enrich)
+        _done(conn, owner, tier, report, started)
     return report
 
 
-def _finish(
-    conn: Connection[Any],
-    gm: GhostMem,
-    tier: str,
-    report: ImportReport,
-    started: float,
-    *,
-    embed: bool,
-    progress: bool,
-    enrich: bool,
-) -> None:
-    """After the conversations are committed: embed what is new, then enrich what changed."""
+def _done(conn: Connection[Any], owner: str, tier: str, report: ImportReport, started: float) -> None:
+    """After the conversations are committed: the cross-file fix-ups, then the import's duration."""
+    report.conv_ids.update(resolve_gemini_projects(conn, owner, tier))
     report.seconds_import = time.perf_counter() - started
-    if embed:
-        started = time.perf_counter()
-        report.messages_embedded = embed_all(conn, gm, tier=tier, progress=progress)
-        report.seconds_embed = time.perf_counter() - started
-    report.conv_ids.update(resolve_gemini_projects(conn, gm.owner, tier))
-    if enrich:
-        refresh(conn, gm.owner, tier, sorted(report.conv_ids), recluster_if_needed=True)
 
 
 def resolve_gemini_projects(conn: Connection[Any], owner: str, tier: str) -> list[str]:
@@ -473,7 +445,7 @@ def _full_hash(source: Source) -> str:
 
 
 @contextmanager
-def _bar(enabled: bool) -> Iterator[Any]:
+def progress_bar(enabled: bool) -> Iterator[Any]:
     if not enabled:
         yield None
         return
@@ -489,116 +461,3 @@ def _bar(enabled: bool) -> Iterator[Any]:
         console=Console(stderr=True),  # stdout carries the report (or --json)
     ) as bar:
         yield bar
-
-
-def embed_all(conn: Connection[Any], gm: GhostMem, *, tier: str | None = None, progress: bool = False) -> int:
-    """Embed every conversational message of the owner still without a vector (``ghostmem embed``)."""
-    row = conn.execute(
-        "SELECT count(*) FROM ghostmem.messages WHERE owner = %s AND (%s::text IS NULL OR tier = %s)"
-        " AND embedding IS NULL AND role IN ('user', 'assistant')",
-        (gm.owner, tier, tier),
-    ).fetchone()
-    pending = int(row[0]) if row else 0
-    if not pending:
-        return 0
-    with _bar(progress) as bar:
-        task = bar.add_task("embedding", total=pending) if bar else None
-        advance = (lambda n: bar.advance(task, n)) if bar is not None else None
-        return embed_pending(conn, gm.owner, gm.embedder, tier=tier, progress=advance)
-
-
-def refresh(
-    conn: Connection[Any], owner: str, tier: str, conv_ids: Sequence[str], *, recluster_if_needed: bool
-) -> None:
-    """Enrich conversations that changed (intensity, conversation vector), and recluster when enough changed."""
-    if not conv_ids:
-        return
-    for start in range(0, len(conv_ids), _ENRICH_BATCH):
-        with conn.transaction():
-            enrich.refresh(conn, owner, tier, list(conv_ids[start : start + _ENRICH_BATCH]))
-    if recluster_if_needed:
-        row = conn.execute(
-            "SELECT count(*) FROM ghostmem.conversations WHERE owner = %s", (owner,)
-        ).fetchone()
-        total = int(row[0]) if row else 0
-        if len(conv_ids) >= max(5, total // 10):
-            with conn.transaction():
-                enrich.recluster(conn, owner)
-
-
-def refresh_embedded(conn: Connection[Any], owner: str) -> int:
-    """After ``ghostmem embed``: enrich the conversations whose messages have vectors and they have none yet."""
-    count = 0
-    for tier in TIERS:
-        ids = [
-            r[0]
-            for r in conn.execute(
-                """
-                SELECT c.conv_id FROM ghostmem.conversations c
-                WHERE c.owner = %s AND c.tier = %s AND c.embedding IS NULL AND EXISTS (
-                    SELECT 1 FROM ghostmem.messages m WHERE m.owner = c.owner AND m.tier = c.tier
-                      AND m.conv_id = c.conv_id AND m.embedding IS NOT NULL)
-                ORDER BY c.conv_id
-                """,
-                (owner, tier),
-            )
-        ]
-        refresh(conn, owner, tier, ids, recluster_if_needed=bool(ids))
-        count += len(ids)
-    return count
-
-
-def enrich_everything(conn: Connection[Any], owner: str) -> int:
-    """``ghostmem enrich``: refresh every conversation of the owner, then recluster. Returns how many."""
-    count = 0
-    for tier in TIERS:
-        ids = [
-            r[0]
-            for r in conn.execute(
-                "SELECT conv_id FROM ghostmem.conversations WHERE owner = %s AND tier = %s ORDER BY conv_id",
-                (owner, tier),
-            )
-        ]
-        refresh(conn, owner, tier, ids, recluster_if_needed=False)
-        count += len(ids)
-    with conn.transaction():
-        enrich.recluster(conn, owner, force=True)
-    return count
-
-
-def forget(conn: Connection[Any], owner: str, conv_id: str) -> list[str]:
-    """Delete a conversation (and its subagent conversations), messages and vectors; never import it again.
-
-    Returns the conversation ids removed (empty when none was stored: it is still kept from coming back).
-    """
-    with conn.transaction():
-        gone = purge(conn, owner, conv_id)
-        remember(conn, owner, {conv_id: None, **gone}, "forget")
-    return sorted(gone)
-
-
-def watch(
-    gm: GhostMem,
-    paths: Sequence[str | Path] | None,
-    *,
-    tier: str,
-    embed: bool,
-    interval: float,
-    on_report: Callable[[ImportReport], None] | None = None,
-    rounds: int | None = None,
-) -> int:
-    """Import, then poll every ``interval`` seconds (a stat per file when nothing changed) until interrupted."""
-    done = 0
-    try:
-        while rounds is None or done < rounds:
-            report = import_paths(gm, paths, tier=tier, embed=embed)
-            if on_report is not None and (
-                report.conversations_new or report.conversations_updated or report.problems
-            ):
-                on_report(report)
-            done += 1
-            if rounds is None or done < rounds:
-                time.sleep(interval)
-    except KeyboardInterrupt:  # the way a watch ends
-        logger.info("import --watch stopped")
-    return 0

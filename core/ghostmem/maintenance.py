@@ -1,0 +1,260 @@
+"""Maintenance of personal memory: import, embed, enrich, forget and watch, each on an explicit connection.
+
+These are the jobs behind ``ghostmem import / embed / enrich / forget`` and the client's methods of the same names
+(:meth:`ghostmem.GhostMem.import_paths`, ``embed_pending``, ``enrich``, ``forget``, ``watch``). Each takes the
+connection, owner, tier and embedder it works with, and commits as it goes (batch by batch, conversation by
+conversation), so an interrupted job keeps what it did and the next run carries on. The importer itself
+(:mod:`ghostmem.ingest.runner`) only stores conversations; this module embeds and enriches what it changed.
+Switching the embedding model is a schema change and lives in :mod:`ghostmem.reembed`.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from psycopg import Connection
+
+from ghostmem import enrich as enrichment
+from ghostmem.embed import Embedder
+from ghostmem.ingest import runner
+from ghostmem.ingest.report import ImportReport
+from ghostmem.records import TIERS
+from ghostmem.store import embed_pending as embed_batches
+from ghostmem.store import purge, remember
+
+logger = logging.getLogger(__name__)
+
+ENRICH_BATCH = 500  # conversations refreshed per transaction
+
+
+@dataclass(frozen=True, slots=True)
+class EmbedReport:
+    """What :func:`embed_pending` did: messages embedded, in how long, and conversations refreshed after."""
+
+    embedded: int
+    seconds: float
+    conversations_refreshed: int
+
+    def render(self) -> str:
+        rate = f" ({self.embedded / self.seconds:.0f} messages/s)" if self.embedded and self.seconds else ""
+        return (
+            f"embedded {self.embedded} messages in {self.seconds:.1f}s{rate}; "
+            f"refreshed {self.conversations_refreshed} conversations"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "embedded": self.embedded,
+            "seconds": round(self.seconds, 3),
+            "conversations_refreshed": self.conversations_refreshed,
+        }
+
+
+def import_paths(
+    conn: Connection[Any],
+    owner: str,
+    tier: str,
+    embedder: Embedder,
+    paths: Sequence[str | Path] | None,
+    *,
+    embed: bool = True,
+    enrich: bool = True,
+    progress: bool = False,
+) -> ImportReport:
+    """Import files, folders and export zips (every platform's usual place when ``paths`` is None), then embed and
+    enrich what changed.
+
+    Args:
+        embed: embed new conversational text after the import (False: lexical search only until
+            :func:`embed_pending`).
+        enrich: refresh intensity, conversation vectors and clusters of what changed.
+        progress: show progress bars on the terminal.
+    """
+    report = runner.import_paths(conn, owner, tier, paths, progress=progress)
+    _after_import(conn, owner, tier, embedder, report, embed=embed, enrich=enrich, progress=progress)
+    return report
+
+
+def import_langchain_table(
+    conn: Connection[Any],
+    owner: str,
+    tier: str,
+    embedder: Embedder,
+    from_dsn: str,
+    table: str,
+    *,
+    embed: bool = True,
+    enrich: bool = True,
+    progress: bool = False,
+) -> ImportReport:
+    """Import a langchain-postgres chat history table (incrementally), then embed and enrich what changed."""
+    report = runner.import_langchain_table(conn, owner, tier, from_dsn, table)
+    _after_import(conn, owner, tier, embedder, report, embed=embed, enrich=enrich, progress=progress)
+    return report
+
+
+def _after_import(
+    conn: Connection[Any],
+    owner: str,
+    tier: str,
+    embedder: Embedder,
+    report: ImportReport,
+    *,
+    embed: bool,
+    enrich: bool,
+    progress: bool,
+) -> None:
+    with runner.autocommit(conn):
+        if embed:
+            started = time.perf_counter()
+            report.messages_embedded = _embed_messages(conn, owner, embedder, tier=tier, progress=progress)
+            report.seconds_embed = time.perf_counter() - started
+        if enrich:
+            refresh(conn, owner, tier, sorted(report.conv_ids), recluster_if_needed=True)
+
+
+def embed_pending(
+    conn: Connection[Any], owner: str, embedder: Embedder, *, progress: bool = False
+) -> EmbedReport:
+    """Embed every conversational message of the owner still without a vector (what an import with
+    ``embed=False`` left), then refresh the vectors of the conversations they belong to. Resumable: each batch
+    commits."""
+    with runner.autocommit(conn):
+        started = time.perf_counter()
+        count = _embed_messages(conn, owner, embedder, progress=progress)
+        seconds = time.perf_counter() - started
+        refreshed = _refresh_embedded(conn, owner)
+    return EmbedReport(count, seconds, refreshed)
+
+
+def _embed_messages(
+    conn: Connection[Any], owner: str, embedder: Embedder, *, tier: str | None = None, progress: bool = False
+) -> int:
+    row = conn.execute(
+        "SELECT count(*) FROM ghostmem.messages WHERE owner = %s AND (%s::text IS NULL OR tier = %s)"
+        " AND embedding IS NULL AND role IN ('user', 'assistant')",
+        (owner, tier, tier),
+    ).fetchone()
+    pending = int(row[0]) if row else 0
+    if not pending:
+        return 0
+    with runner.progress_bar(progress) as bar:
+        task = bar.add_task("embedding", total=pending) if bar else None
+        advance = (lambda n: bar.advance(task, n)) if bar is not None else None
+        return embed_batches(conn, owner, embedder, tier=tier, progress=advance)
+
+
+def refresh(
+    conn: Connection[Any], owner: str, tier: str, conv_ids: Sequence[str], *, recluster_if_needed: bool
+) -> None:
+    """Enrich conversations that changed (intensity, conversation vector), and recluster when enough changed.
+
+    ``conn`` must be in autocommit mode: each batch of conversations is its own transaction.
+    """
+    if not conv_ids:
+        return
+    for start in range(0, len(conv_ids), ENRICH_BATCH):
+        with conn.transaction():
+            enrichment.refresh(conn, owner, tier, list(conv_ids[start : start + ENRICH_BATCH]))
+    if recluster_if_needed:
+        row = conn.execute(
+            "SELECT count(*) FROM ghostmem.conversations WHERE owner = %s", (owner,)
+        ).fetchone()
+        total = int(row[0]) if row else 0
+        if len(conv_ids) >= max(5, total // 10):
+            with conn.transaction():
+                enrichment.recluster(conn, owner)
+
+
+def _refresh_embedded(conn: Connection[Any], owner: str) -> int:
+    """Enrich the conversations whose messages have vectors while they have none yet."""
+    count = 0
+    for tier in TIERS:
+        ids = [
+            r[0]
+            for r in conn.execute(
+                """
+                SELECT c.conv_id FROM ghostmem.conversations c
+                WHERE c.owner = %s AND c.tier = %s AND c.embedding IS NULL AND EXISTS (
+                    SELECT 1 FROM ghostmem.messages m WHERE m.owner = c.owner AND m.tier = c.tier
+                      AND m.conv_id = c.conv_id AND m.embedding IS NOT NULL)
+                ORDER BY c.conv_id
+                """,
+                (owner, tier),
+            )
+        ]
+        refresh(conn, owner, tier, ids, recluster_if_needed=bool(ids))
+        count += len(ids)
+    return count
+
+
+def enrich(conn: Connection[Any], owner: str) -> int:
+    """Refresh every conversation of the owner (intensity, vector, cluster), then recluster from scratch.
+
+    Returns how many conversations were refreshed.
+    """
+    count = 0
+    with runner.autocommit(conn):
+        for tier in TIERS:
+            ids = [
+                r[0]
+                for r in conn.execute(
+                    "SELECT conv_id FROM ghostmem.conversations WHERE owner = %s AND tier = %s ORDER BY conv_id",
+                    (owner, tier),
+                )
+            ]
+            refresh(conn, owner, tier, ids, recluster_if_needed=False)
+            count += len(ids)
+        with conn.transaction():
+            enrichment.recluster(conn, owner, force=True)
+    return count
+
+
+def forget(conn: Connection[Any], owner: str, conv_id: str) -> list[str]:
+    """Delete a conversation (and its subagent conversations), messages and vectors; never import it again.
+
+    Returns the conversation ids removed (empty when none was stored: it is still kept from coming back).
+    """
+    with conn.transaction():
+        gone = purge(conn, owner, conv_id)
+        remember(conn, owner, {conv_id: None, **gone}, "forget")
+    return sorted(gone)
+
+
+def watch(
+    connection: Callable[[], AbstractContextManager[Connection[Any]]],
+    owner: str,
+    tier: str,
+    embedder: Embedder,
+    paths: Sequence[str | Path] | None,
+    *,
+    embed: bool = True,
+    interval: float = 30.0,
+    on_report: Callable[[ImportReport], None] | None = None,
+    rounds: int | None = None,
+) -> None:
+    """Import, then poll every ``interval`` seconds (a stat per file when nothing changed) until interrupted.
+
+    Each round takes a connection of its own from ``connection()``, so a watch outlives a restart of the server.
+    ``on_report`` hears of the rounds that imported something or met a problem; ``rounds`` bounds the loop.
+    """
+    done = 0
+    try:
+        while rounds is None or done < rounds:
+            with connection() as conn:
+                report = import_paths(conn, owner, tier, embedder, paths, embed=embed)
+            if on_report is not None and (
+                report.conversations_new or report.conversations_updated or report.problems
+            ):
+                on_report(report)
+            done += 1
+            if rounds is None or done < rounds:
+                time.sleep(interval)
+    except KeyboardInterrupt:  # the way a watch ends
+        logger.info("import --watch stopped")
