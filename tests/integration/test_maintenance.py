@@ -6,13 +6,9 @@ import asyncio
 import json
 from pathlib import Path
 
-import pytest
 from ghostmem import AsyncGhostMem, GhostMem, HashEmbedder
 from ghostmem.records import MessageRecord
-
-from tests.integration.conversation_support import conversation, ids
-
-pytestmark = pytest.mark.db
+from support.conversations import conversation, ids
 
 
 def _write(path: Path, convs: list[dict[str, object]]) -> Path:
