@@ -7,7 +7,7 @@ operations to Python, the CLI, MCP, LangChain and LlamaIndex.
 
 from __future__ import annotations
 
-from ghostmem.client import AsyncGhostMem, GhostMem, OpResult
+from ghostmem.client import AsyncGhostMem, GhostMem
 from ghostmem.config import Settings
 from ghostmem.embed import Embedder, HashEmbedder, SentenceTransformerEmbedder
 from ghostmem.errors import (
@@ -17,7 +17,7 @@ from ghostmem.errors import (
     NotFound,
     SchemaMismatch,
 )
-from ghostmem.ops import OPS, OpSpec, get_op
+from ghostmem.ops import OPS, OpResult, OpSpec, get_op
 
 __version__ = "0.1.0"
 

@@ -20,11 +20,11 @@ from typing import Any, Literal, get_args
 from pydantic import BaseModel, Field, create_model
 
 from ghostmem.args import GhostScope, OpArgs
-from ghostmem.client import AsyncGhostMem, GhostMem, OpResult
+from ghostmem.client import AsyncGhostMem, GhostMem
 from ghostmem.embed import Embedder
 from ghostmem.errors import InvalidArgument
 from ghostmem.models import GhostList, SearchResult
-from ghostmem.ops import OpSpec, validate
+from ghostmem.ops import OpResult, OpSpec, validate
 from ghostmem.strict import strict_arguments, strict_schema
 
 # Arguments that stand for "the project the agent works in": bound together when the application binds a project.
@@ -127,10 +127,10 @@ class Binding:
         parsed = validate(spec.name, model, arguments)
         return parsed.model_dump(include=parsed.model_fields_set)
 
-    def run(self, spec: OpSpec[Any, Any], arguments: Mapping[str, Any] | None) -> OpResult:
+    def run(self, spec: OpSpec[Any, Any], arguments: Mapping[str, Any] | None) -> OpResult[BaseModel]:
         return self.store.run(spec.name, self._arguments(spec, arguments), context=self.context)
 
-    async def arun(self, spec: OpSpec[Any, Any], arguments: Mapping[str, Any] | None) -> OpResult:
+    async def arun(self, spec: OpSpec[Any, Any], arguments: Mapping[str, Any] | None) -> OpResult[BaseModel]:
         return await self.astore.run(spec.name, self._arguments(spec, arguments), context=self.context)
 
     def _arguments(self, spec: OpSpec[Any, Any], arguments: Mapping[str, Any] | None) -> dict[str, Any]:

@@ -14,12 +14,10 @@ application's conversations (:mod:`ghostmem.capture`), and the operator's projec
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -33,7 +31,8 @@ from ghostmem.config import Settings
 from ghostmem.context import OpContext
 from ghostmem.embed import Embedder, make_embedder
 from ghostmem.errors import InvalidArgument
-from ghostmem.ops import OPS, OpSpec, get_op
+from ghostmem.op_methods import AsyncOps, SyncOps
+from ghostmem.ops import OpResult, OpSpec, get_op
 from ghostmem.program import run_async, run_sync
 
 if TYPE_CHECKING:
@@ -45,18 +44,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
-
-
-@dataclass(frozen=True, slots=True)
-class OpResult:
-    """What an operation returns: ``text`` for a model to read, ``data`` (a pydantic model) for code."""
-
-    op: str
-    text: str
-    data: BaseModel
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"op": self.op, "text": self.text, "data": self.data.model_dump(mode="json")}
 
 
 class _Base:
@@ -163,7 +150,7 @@ class _Base:
         return spec.parse(arguments)
 
 
-class GhostMem(_Base):
+class GhostMem(_Base, SyncOps):
     """Synchronous store. ``GhostMem()`` uses the embedded server; ``GhostMem(dsn=...)`` any Postgres;
     ``GhostMem(pool=...)`` an application's own ``psycopg_pool.ConnectionPool``."""
 
@@ -204,7 +191,7 @@ class GhostMem(_Base):
         arguments: Mapping[str, Any] | BaseModel | None = None,
         *,
         context: OpContext | None = None,
-    ) -> OpResult:
+    ) -> OpResult[Any]:
         """Run an operation by name with a dict of arguments (what the adapters call); ``context`` (whose memory,
         what the application bound) replaces the store's own for this call."""
         spec = get_op(name)
@@ -420,12 +407,8 @@ class GhostMem(_Base):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    if TYPE_CHECKING:
 
-        def __getattr__(self, name: str) -> Callable[..., OpResult]: ...
-
-
-class AsyncGhostMem(_Base):
+class AsyncGhostMem(_Base, AsyncOps):
     """Asynchronous twin of :class:`GhostMem`: ``await agm.run(...)``, ``await agm.search_personal_memory(...)``."""
 
     _pool_class = AsyncConnectionPool
@@ -459,7 +442,7 @@ class AsyncGhostMem(_Base):
         arguments: Mapping[str, Any] | BaseModel | None = None,
         *,
         context: OpContext | None = None,
-    ) -> OpResult:
+    ) -> OpResult[Any]:
         spec = get_op(name)
         args = self._args(spec, arguments)
         async with db.acheckout(await self.apool()) as conn:
@@ -557,48 +540,3 @@ class AsyncGhostMem(_Base):
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
-
-    if TYPE_CHECKING:
-
-        def __getattr__(self, name: str) -> Callable[..., Any]: ...
-
-
-def _signature(spec: OpSpec[Any, Any]) -> inspect.Signature:
-    params = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_ONLY)]
-    for name, info in spec.args_model.model_fields.items():
-        default = (
-            inspect.Parameter.empty if info.is_required() else info.get_default(call_default_factory=True)
-        )
-        kind = (
-            inspect.Parameter.POSITIONAL_OR_KEYWORD
-            if name in spec.cli_positional
-            else inspect.Parameter.KEYWORD_ONLY
-        )
-        params.append(inspect.Parameter(name, kind, default=default, annotation=info.annotation))
-    return inspect.Signature(params)
-
-
-def _install_methods() -> None:
-    """Give both classes one method per operation, with the operation's own signature and description."""
-    for spec in OPS:
-        signature = _signature(spec)
-
-        def sync_method(self: GhostMem, *a: Any, _spec: OpSpec[Any, Any] = spec, **kw: Any) -> OpResult:
-            bound = _signature(_spec).bind(self, *a, **kw)
-            return self.run(_spec.name, {k: v for k, v in bound.arguments.items() if k != "self"})
-
-        async def async_method(
-            self: AsyncGhostMem, *a: Any, _spec: OpSpec[Any, Any] = spec, **kw: Any
-        ) -> OpResult:
-            bound = _signature(_spec).bind(self, *a, **kw)
-            return await self.run(_spec.name, {k: v for k, v in bound.arguments.items() if k != "self"})
-
-        for cls, method in ((GhostMem, sync_method), (AsyncGhostMem, async_method)):
-            method.__name__ = spec.name
-            method.__qualname__ = f"{cls.__name__}.{spec.name}"
-            method.__doc__ = spec.description
-            setattr(method, "__signature__", signature)  # noqa: B010 - functions have no typed slot for it
-            setattr(cls, spec.name, method)
-
-
-_install_methods()

@@ -43,6 +43,18 @@ R = TypeVar("R", bound=BaseModel)
 M = TypeVar("M", bound=OpArgs)
 
 
+@dataclass(frozen=True, slots=True)
+class OpResult(Generic[R]):
+    """What an operation returns: ``text`` for a model to read, ``data`` (its result model) for code."""
+
+    op: str
+    text: str
+    data: R
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"op": self.op, "text": self.text, "data": self.data.model_dump(mode="json")}
+
+
 @dataclass(frozen=True)
 class OpSpec(Generic[A, R]):
     """One operation: what a model sees (name, description, args schema) and how it runs."""
