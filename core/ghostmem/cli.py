@@ -479,6 +479,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING, format="ghostmem: %(levelname)s: %(message)s"
     )
+    if not args.verbose:  # the driver's and the pool's warnings repeat what the one error sentence says
+        logging.getLogger("psycopg").setLevel(logging.ERROR)
     handler: Handler | None = getattr(args, "handler", None) or _HANDLERS.get(args.command)
     if handler is None:  # pragma: no cover - argparse requires a command
         parser.error(f"unknown command {args.command}")

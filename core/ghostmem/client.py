@@ -30,7 +30,7 @@ from ghostmem import db
 from ghostmem.config import Settings
 from ghostmem.context import OpContext
 from ghostmem.embed import Embedder, make_embedder
-from ghostmem.errors import InvalidArgument
+from ghostmem.errors import InvalidArgument, translated
 from ghostmem.op_methods import AsyncOps, SyncOps
 from ghostmem.ops import OpResult, OpSpec, get_op
 from ghostmem.program import run_async, run_sync
@@ -134,7 +134,7 @@ class _Base:
     @contextmanager
     def _own_connection(self) -> Iterator[Connection[Any]]:
         """A connection of its own (not pooled) for a long job; commits on exit, rolls back on error."""
-        with db.connect(self._prepare()) as conn:
+        with translated(), db.connect(self._prepare()) as conn:
             register_vector(conn)
             yield conn
 

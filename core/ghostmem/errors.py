@@ -1,10 +1,23 @@
-"""The one error hierarchy of ghostmem.
+"""The one error hierarchy of ghostmem, and the one table that turns database errors into it.
 
 Every error a user or a model can act on is a :class:`GhostMemError` whose message is one sentence saying what
 went wrong and what to do. Bad arguments to an operation are :class:`InvalidArgument` (also a ``ValueError``).
+
+Errors of the database driver are translated here, once: :func:`translated` looks them up in
+:data:`SQLSTATE_ERRORS` (by SQLSTATE, then its class) and :data:`TYPE_ERRORS` (by exception type). It wraps every
+connection ghostmem hands out (``ghostmem.db.checkout``, which every operation, maintenance job and capture call of
+the client goes through, and the client's own connections for long jobs), the program drivers
+(:func:`ghostmem.program.run_sync` / ``run_async``) and the operator paths on raw connections. A connection that
+breaks (the server stopped, restarted or was killed) is one :class:`DatabaseUnavailable` sentence. Errors the
+tables do not list stay psycopg's: they are bugs to fix, not conditions to explain.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import psycopg
 
 
 class GhostMemError(Exception):
@@ -23,6 +36,92 @@ class DatabaseUnavailable(GhostMemError):
     """The Postgres server cannot be reached, or lacks something ghostmem needs (an extension, a role)."""
 
 
+class PermissionDenied(GhostMemError, PermissionError):
+    """The database refused the connecting role something (a missing privilege, a project it may not claim)."""
+
+
 class SchemaMismatch(GhostMemError):
     """The database was created for another embedding dimension or a newer ghostmem, or is behind this one and the
     connecting role may not migrate it."""
+
+
+# -- database errors ----------------------------------------------------------------------------------------------
+
+_LOST = (
+    "lost the connection to Postgres ({reason}): once the server is back, run it again (an interrupted import "
+    "resumes where it stopped)"
+)
+_REFUSED_VALUE = "the database cannot take a value given ({reason}): change it and try again"
+
+# SQLSTATE (a full code, else its two-character class) → the ghostmem error and its sentence; ``{reason}`` is the
+# server's primary message. Our SQL functions raise 22023 and 42704 with sentences written for the reader.
+SQLSTATE_ERRORS: dict[str, tuple[type[GhostMemError], str]] = {
+    "08": (DatabaseUnavailable, _LOST),  # connection exception
+    # admin_shutdown: the server is stopping, or the backend was killed
+    "57P01": (DatabaseUnavailable, _LOST),
+    "57P02": (DatabaseUnavailable, _LOST),  # crash_shutdown
+    "57P03": (
+        DatabaseUnavailable,
+        "Postgres is not accepting connections yet ({reason}): try again in a moment",
+    ),
+    "57P04": (DatabaseUnavailable, _LOST),  # database_dropped
+    "53": (
+        DatabaseUnavailable,
+        "the Postgres server ran out of a resource ({reason}): free connections, disk or memory, then try again",
+    ),
+    "22023": (InvalidArgument, "{reason}"),  # invalid_parameter_value, raised by ghostmem's functions
+    "22": (InvalidArgument, _REFUSED_VALUE),  # data exception
+    # undefined_object (e.g. an unknown role), raised by ghostmem's functions
+    "42704": (InvalidArgument, "{reason}"),
+    "42501": (
+        PermissionDenied,
+        "this database role may not do that ({reason}): ask an administrator for the privilege, or connect "
+        "as the role that ran the migrations",
+    ),
+}
+
+# Errors that carry no SQLSTATE (raised by the driver, not the server), by exception type, most specific first.
+# (A pool that hands out no connection in time says so where connections are checked out: ghostmem.db.checkout.)
+TYPE_ERRORS: tuple[tuple[type[Exception], type[GhostMemError], str], ...] = (
+    (psycopg.OperationalError, DatabaseUnavailable, _LOST),  # server closed the connection unexpectedly, ...
+    (psycopg.InterfaceError, DatabaseUnavailable, _LOST),  # the connection is closed
+    (psycopg.DataError, InvalidArgument, _REFUSED_VALUE),  # e.g. a NUL byte, which text cannot hold
+)
+
+
+def translate(exc: psycopg.Error) -> GhostMemError | None:
+    """The ghostmem error for a database error, or None when the table has no entry (a bug, not a condition)."""
+    reason = _reason(exc)
+    code = exc.sqlstate
+    for key in (code, code[:2]) if code else ():
+        if key in SQLSTATE_ERRORS:
+            cls, template = SQLSTATE_ERRORS[key]
+            return cls(template.format(reason=reason))
+    for kind, cls, template in TYPE_ERRORS:
+        if isinstance(exc, kind):
+            return cls(template.format(reason=reason))
+    return None
+
+
+@contextmanager
+def translated() -> Iterator[None]:
+    """Raise the ghostmem error of :data:`SQLSTATE_ERRORS` / :data:`TYPE_ERRORS` for a database error inside."""
+    try:
+        yield
+    except psycopg.Error as exc:
+        # Cleanup on a broken connection fails again ("the connection is closed"): the first error explains.
+        first = exc
+        while isinstance(first.__context__, psycopg.Error):
+            first = first.__context__
+        error = translate(first) or translate(exc)
+        if error is None:
+            raise
+        raise error from first
+
+
+def _reason(exc: psycopg.Error) -> str:
+    """The server's one-line message (or the driver's), without the DETAIL/HINT lines and a trailing period."""
+    primary = exc.diag.message_primary if exc.sqlstate else None
+    lines = [line.strip() for line in str(primary or exc).splitlines() if line.strip()]
+    text = lines[0] if lines else type(exc).__name__
+    return text.rstrip(".")

@@ -24,6 +24,7 @@ from psycopg.rows import dict_row
 
 from ghostmem import db
 from ghostmem.embed import Embedder
+from ghostmem.errors import translated
 
 T = TypeVar("T")
 Row: TypeAlias = dict[str, Any]
@@ -52,18 +53,21 @@ Program: TypeAlias = Generator[Step, Any, T]
 
 
 def run_sync(program: Program[T], conn: Connection[Any], embedder: Embedder | None) -> T:
-    """Drive ``program`` to completion on a sync connection (one transaction: the caller's)."""
+    """Drive ``program`` to completion on a sync connection (one transaction: the caller's).
+
+    A database error comes out as its ghostmem error (:func:`ghostmem.errors.translated`)."""
     reply: Any = None
     try:
-        while True:
-            step = program.send(reply)
-            if isinstance(step, Embed):
-                db.use_vectors(conn)
-                reply = _embed(embedder, step)
-            else:
-                with conn.cursor(row_factory=dict_row) as cur:
-                    cur.execute(step.text, step.params)
-                    reply = cur.fetchall() if step.fetch == "all" else None
+        with translated():
+            while True:
+                step = program.send(reply)
+                if isinstance(step, Embed):
+                    db.use_vectors(conn)
+                    reply = _embed(embedder, step)
+                else:
+                    with conn.cursor(row_factory=dict_row) as cur:
+                        cur.execute(step.text, step.params)
+                        reply = cur.fetchall() if step.fetch == "all" else None
     except StopIteration as done:
         return done.value  # type: ignore[no-any-return]
 
@@ -72,15 +76,16 @@ async def run_async(program: Program[T], conn: AsyncConnection[Any], embedder: E
     """Drive ``program`` on an async connection; embeddings run in a worker thread."""
     reply: Any = None
     try:
-        while True:
-            step = program.send(reply)
-            if isinstance(step, Embed):
-                await db.use_vectors_async(conn)
-                reply = await asyncio.to_thread(_embed, embedder, step)
-            else:
-                async with conn.cursor(row_factory=dict_row) as cur:
-                    await cur.execute(step.text, step.params)
-                    reply = await cur.fetchall() if step.fetch == "all" else None
+        with translated():
+            while True:
+                step = program.send(reply)
+                if isinstance(step, Embed):
+                    await db.use_vectors_async(conn)
+                    reply = await asyncio.to_thread(_embed, embedder, step)
+                else:
+                    async with conn.cursor(row_factory=dict_row) as cur:
+                        await cur.execute(step.text, step.params)
+                        reply = await cur.fetchall() if step.fetch == "all" else None
     except StopIteration as done:
         return done.value  # type: ignore[no-any-return]
 

@@ -19,7 +19,7 @@ from ghostmem import db, maintenance
 from ghostmem.config import DEFAULT_RUNTIME_ROLE
 from ghostmem.db import migrate as migrations
 from ghostmem.embed import Embedder
-from ghostmem.errors import GhostMemError
+from ghostmem.errors import GhostMemError, translated
 from ghostmem.items import embed_pending_items
 from ghostmem.store import embed_pending
 
@@ -75,7 +75,7 @@ def reembed(dsn: str, embedder: Embedder, runtime_role: str = DEFAULT_RUNTIME_RO
     ``GhostMem.reembed`` and ``ghostmem reembed --model`` call this.
     """
     db.prepare(dsn, _stored_dims(dsn), embedder.name, runtime_role)  # current schema, old dimension
-    with db.connect(dsn, autocommit=True) as conn:
+    with translated(), db.connect(dsn, autocommit=True) as conn:
         conn.execute("SELECT pg_advisory_lock(%s)", (migrations.MIGRATION_LOCK,))
         try:
             columns = vector_columns(conn)

@@ -4,8 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 
+import psycopg
+import pytest
 from ghostmem import AsyncGhostMem, GhostMem, HashEmbedder
 from ghostmem.records import MessageRecord
 from support.conversations import conversation, ids
@@ -85,3 +91,69 @@ def test_capture_api_appends_replaces_removes_and_deletes(gm: GhostMem) -> None:
     assert [m.text for m in held] == ["a new first message", "ok"]
     assert gm.capture_messages("live-1") == [] and gm.capture_delete("live-1") == []
     assert gm.list_recent_conversations(days=1).data.rows == []
+
+
+@pytest.mark.slow
+def test_server_stopped_mid_import_is_one_sentence_and_a_rerun_finishes(
+    embedded_home: Path, tmp_path: Path
+) -> None:
+    from ghostmem.db import EmbeddedServer
+
+    total = 1200
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for part in range(3):
+        _write(
+            corpus / f"part{part}.jsonl",
+            [
+                conversation(
+                    f"c{part}-{i}", f"talk {i}", 1, [f"question {part} {i} about caching", "an answer"]
+                )
+                for i in range(total // 3)
+            ],
+        )
+    server = EmbeddedServer(embedded_home)
+    dsn = server.start().dsn()
+    assert dsn is not None
+    argv = [
+        sys.executable,
+        "-m",
+        "ghostmem.cli",
+        "import",
+        "--dsn",
+        dsn,
+        "--owner",
+        "o",
+        "--json",
+        str(corpus),
+    ]
+    env = {**os.environ, "GHOSTMEM_EMBED_MODEL": "hash", "GHOSTMEM_HOME": str(embedded_home)}
+    importing = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def stored() -> int:
+        with psycopg.connect(dsn) as conn:
+            exists = conn.execute("SELECT to_regclass('ghostmem.conversations') IS NOT NULL").fetchone()
+            row = (
+                conn.execute("SELECT count(*) FROM ghostmem.conversations").fetchone() if exists[0] else (0,)
+            )
+        return int(row[0]) if row else 0
+
+    deadline = time.monotonic() + 120
+    while stored() < 50 and time.monotonic() < deadline and importing.poll() is None:
+        time.sleep(0.05)
+    server.stop()  # a fast shutdown, as a restart does: every session is terminated
+    _, err = importing.communicate(timeout=120)
+    assert importing.returncode == 2, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert (
+        lines[0].startswith("ghostmem: error: lost the connection to Postgres (")
+        and "run it again" in lines[0]
+    )
+
+    server.start()
+    kept = stored()
+    assert 50 <= kept < total  # what was committed stays; the rest comes with the rerun
+    rerun = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600)
+    assert rerun.returncode == 0, rerun.stderr
+    assert stored() == total

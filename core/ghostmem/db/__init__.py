@@ -39,7 +39,7 @@ from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
 from ghostmem.config import DEFAULT_RUNTIME_ROLE, Settings
 from ghostmem.db import migrate as migrations
 from ghostmem.db.server import EmbeddedServer
-from ghostmem.errors import DatabaseUnavailable, InvalidArgument, SchemaMismatch
+from ghostmem.errors import DatabaseUnavailable, InvalidArgument, SchemaMismatch, translate, translated
 
 logger = logging.getLogger(__name__)
 
@@ -196,10 +196,8 @@ def checkout(pool: ConnectionPool) -> Iterator[psycopg.Connection[Any]]:
         try:
             if use_vectors(conn):
                 conn.commit()  # idle again: an operation may switch to autocommit (imports do)
-            with conn:
+            with translated(), conn:
                 yield conn
-        except psycopg.OperationalError as exc:
-            raise DatabaseUnavailable(_lost(exc)) from exc
         finally:
             if not conn.closed and conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
                 conn.autocommit, conn.row_factory = saved
@@ -219,10 +217,9 @@ async def acheckout(pool: AsyncConnectionPool) -> AsyncIterator[psycopg.AsyncCon
         try:
             if await use_vectors_async(conn):
                 await conn.commit()
-            async with conn:
-                yield conn
-        except psycopg.OperationalError as exc:
-            raise DatabaseUnavailable(_lost(exc)) from exc
+            with translated():
+                async with conn:
+                    yield conn
         finally:
             if not conn.closed and conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
                 await conn.set_autocommit(saved[0])
@@ -246,7 +243,7 @@ def _checked(pool: ConnectionPool) -> psycopg.Connection[Any]:
             pool.drain()
         else:
             return conn
-    raise DatabaseUnavailable(_lost(failure)) from failure
+    raise translate(failure) or DatabaseUnavailable(str(failure)) from failure
 
 
 async def _achecked(pool: AsyncConnectionPool) -> psycopg.AsyncConnection[Any]:
@@ -264,7 +261,7 @@ async def _achecked(pool: AsyncConnectionPool) -> psycopg.AsyncConnection[Any]:
             await pool.drain()
         else:
             return conn
-    raise DatabaseUnavailable(_lost(failure)) from failure
+    raise translate(failure) or DatabaseUnavailable(str(failure)) from failure
 
 
 def _no_connection(pool: ConnectionPool | AsyncConnectionPool) -> str:
@@ -272,8 +269,3 @@ def _no_connection(pool: ConnectionPool | AsyncConnectionPool) -> str:
         f"no database connection within {pool.timeout:g}s (pool of {pool.max_size}): the server is down or "
         "restarting, or every connection is busy; try again shortly (GHOSTMEM_POOL_MAX_SIZE sets the pool size)"
     )
-
-
-def _lost(exc: psycopg.Error) -> str:
-    reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    return f"the database could not complete the call ({reason}); try again shortly"

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from psycopg import Connection, errors
+from psycopg import Connection
 
-from ghostmem.errors import GhostMemError, InvalidArgument
+from ghostmem.errors import PermissionDenied, translated
 
 
 def grant_app(conn: Connection[Any], role: str, runtime_role: str, *, read_only: bool = False) -> None:
@@ -38,15 +38,13 @@ def operator(
     conn: Connection[Any], statement: str, params: tuple[str | bool | None, ...], what: str
 ) -> list[tuple[Any, ...]]:
     """Run an operator's statement (one of ghostmem's functions for operators); the server's refusals become one
-    sentence each: an unknown role or a bad value is an :class:`InvalidArgument`, a role that does not own the
-    schemas is told who may ``what``."""
+    sentence each (``ghostmem.errors``' table: an unknown role or a bad value is an :class:`InvalidArgument`); a
+    role that does not own the schemas is told who may ``what``."""
     try:
-        with conn.transaction():
+        with translated(), conn.transaction():
             cur = conn.execute(statement, params)
             return cur.fetchall() if cur.description else []
-    except (errors.UndefinedObject, errors.InvalidParameterValue) as exc:
-        raise InvalidArgument(str(exc.diag.message_primary or exc)) from None
-    except errors.InsufficientPrivilege:
-        raise GhostMemError(
+    except PermissionDenied:
+        raise PermissionDenied(
             f"only the role that owns ghostmem's schemas (the one that ran `ghostmem migrate`) may {what}"
         ) from None
