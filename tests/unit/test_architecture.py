@@ -17,9 +17,9 @@ PACKAGE = Path(ghostmem.__file__).parent
 
 # The layers of docs/architecture.md, bottom up. A new module goes into one of them (and into the doc).
 LAYERS: dict[str, int] = {
-    # 0 facts: errors, records, limits, settings, result models; import nothing of ghostmem's but each other
+    # 0 facts: errors, records, limits, text scripts, settings, result models; import only each other
     **dict.fromkeys(
-        ["errors", "records", "context", "models", "redact", "config", "limits"],
+        ["errors", "records", "context", "models", "redact", "config", "limits", "text"],
         0,
     ),
     # 1 mechanisms: embedding, the program drivers, argument models, rendering, the database, the write path
