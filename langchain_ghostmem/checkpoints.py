@@ -7,7 +7,6 @@ from dataclasses import dataclass, field
 
 import psycopg
 from ghostmem import GhostMem
-from ghostmem.capture import sync_messages
 from langchain_core.messages import BaseMessage
 
 from langchain_ghostmem.messages import to_record
@@ -73,17 +72,14 @@ def import_langgraph_checkpoints(
                 report.problems.append(f"thread {thread}: its messages are not LangChain messages; skipped")
                 continue
             owner = owner_named(latest.metadata.get(owner_key)) or store.owner  # type: ignore[union-attr]
-            with store.connection() as conn:
-                result = sync_messages(
-                    conn,
-                    owner,
-                    thread,
-                    PLATFORM,
-                    [to_record(m) for m in messages],
-                    [m.id or f"pos-{n}" for n, m in enumerate(messages)],
-                    embedder=store.embedder,
-                    project=project,
-                )
+            result = store.capture_sync(
+                thread,
+                [to_record(m) for m in messages],
+                [m.id or f"pos-{n}" for n, m in enumerate(messages)],
+                platform=PLATFORM,
+                project=project,
+                owner=owner,
+            )
             report.owners.add(owner)
             report.messages_new += result.messages_new
             report.conversations_new += int(result.created)

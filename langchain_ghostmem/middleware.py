@@ -8,7 +8,6 @@ from typing import Any
 
 from ghostmem import GhostMem
 from ghostmem.binding import Binding
-from ghostmem.capture import sync_messages
 from ghostmem.embed import Embedder
 from ghostmem.errors import InvalidArgument
 from ghostmem.records import Platform
@@ -97,18 +96,14 @@ class GhostMemCaptureMiddleware(AgentMiddleware):
         thread = (get_config().get("configurable") or {}).get("thread_id")
         conv_id = str(thread) if thread is not None else f"run-{messages[0].id or 'anonymous'}"
         ids = [m.id or f"pos-{n}" for n, m in enumerate(messages)]
-        store = self.binding.store
-        with store.connection() as conn:
-            return sync_messages(
-                conn,
-                self.owner_of_call(runtime),
-                conv_id,
-                PLATFORM,
-                [to_record(m) for m in messages],
-                ids,
-                embedder=store.embedder,
-                project=self.project,
-            )
+        return self.binding.store.capture_sync(
+            conv_id,
+            [to_record(m) for m in messages],
+            ids,
+            platform=PLATFORM,
+            project=self.project,
+            owner=self.owner_of_call(runtime),
+        )
 
     def after_model(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
         self.capture(state["messages"], runtime)

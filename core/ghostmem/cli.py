@@ -211,10 +211,8 @@ def cmd_revoke_project(args: argparse.Namespace) -> int:
 
 @command("grant-app")
 def cmd_grant_app(args: argparse.Namespace) -> int:
-    from ghostmem.db.roles import grant_app
-
-    with store(args) as gm, gm.connection() as conn:
-        grant_app(conn, args.role, gm.settings.runtime_role, read_only=args.read_only)
+    with store(args) as gm:
+        gm.grant_app(args.role, read_only=args.read_only)
     access = "read" if args.read_only else "read and write"
     emit(
         args,
@@ -226,10 +224,8 @@ def cmd_grant_app(args: argparse.Namespace) -> int:
 
 @command("revoke-app")
 def cmd_revoke_app(args: argparse.Namespace) -> int:
-    from ghostmem.db.roles import revoke_app
-
-    with store(args) as gm, gm.connection() as conn:
-        revoke_app(conn, args.role, gm.settings.runtime_role)
+    with store(args) as gm:
+        gm.revoke_app(args.role)
     emit(args, f"role {args.role} may no longer use ghostmem here", {"role": args.role})
     return 0
 

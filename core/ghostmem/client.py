@@ -293,7 +293,7 @@ class GhostMem(_Base, SyncOps):
         self.close()  # pooled connections know the old vector columns
         return self._reembed(embedder)
 
-    # -- operator: project grants (see ghostmem.ghosts) --------------------------------------------------------
+    # -- operator: project grants (ghostmem.ghosts) and application roles (ghostmem.db.roles) --------------------------------------------------------
 
     def grant_project(self, role: str, project: str) -> list[str]:
         """Let the database login role ``role`` claim ``project`` for ghost memories (its other claims are refused);
@@ -310,14 +310,29 @@ class GhostMem(_Base, SyncOps):
         with self.connection() as conn:
             return revoke_project(conn, role, project)
 
-    # -- live capture: see ghostmem.capture ---------------------------------------------------------------------
+    def grant_app(self, role: str, *, read_only: bool = False) -> None:
+        """Let the login ``role`` read (and unless ``read_only``, write) personal memory and use ghost memories,
+        without migrating (it joins this client's runtime role)."""
+        from ghostmem.db.roles import grant_app
 
-    def capture_messages(self, conv_id: str) -> list[MessageRecord]:
+        with self.connection() as conn:
+            grant_app(conn, role, self.settings.runtime_role, read_only=read_only)
+
+    def revoke_app(self, role: str) -> None:
+        """Take back everything :meth:`grant_app` gave ``role``."""
+        from ghostmem.db.roles import revoke_app
+
+        with self.connection() as conn:
+            revoke_app(conn, role, self.settings.runtime_role)
+
+    # -- live capture: see ghostmem.capture (``owner``: whose memory, when not the client's) -------------------
+
+    def capture_messages(self, conv_id: str, *, owner: str | None = None) -> list[MessageRecord]:
         """The messages of a captured conversation, in order (empty when it does not exist)."""
         from ghostmem import capture
 
         with self.connection() as conn:
-            return capture.load_messages(conn, self.owner, conv_id)
+            return capture.load_messages(conn, owner or self.owner, conv_id)
 
     def capture_append(
         self,
@@ -327,6 +342,7 @@ class GhostMem(_Base, SyncOps):
         platform: Platform,
         title: str | None = None,
         project: str | None = None,
+        owner: str | None = None,
     ) -> SaveResult:
         """Add ``messages`` at the end of a captured conversation (created on first use), stored and embedded at once
         so that searches find them when the call returns."""
@@ -335,7 +351,7 @@ class GhostMem(_Base, SyncOps):
         with self.connection() as conn:
             return capture.append_messages(
                 conn,
-                self.owner,
+                owner or self.owner,
                 conv_id,
                 platform,
                 messages,
@@ -352,6 +368,7 @@ class GhostMem(_Base, SyncOps):
         platform: Platform,
         title: str | None = None,
         project: str | None = None,
+        owner: str | None = None,
     ) -> SaveResult:
         """Make a captured conversation hold exactly ``messages`` (an empty list deletes it)."""
         from ghostmem import capture
@@ -359,7 +376,7 @@ class GhostMem(_Base, SyncOps):
         with self.connection() as conn:
             return capture.save_messages(
                 conn,
-                self.owner,
+                owner or self.owner,
                 conv_id,
                 platform,
                 messages,
@@ -369,7 +386,13 @@ class GhostMem(_Base, SyncOps):
             )
 
     def capture_remove(
-        self, conv_id: str, index: int, *, platform: Platform, project: str | None = None
+        self,
+        conv_id: str,
+        index: int,
+        *,
+        platform: Platform,
+        project: str | None = None,
+        owner: str | None = None,
     ) -> MessageRecord | None:
         """Remove one message of a captured conversation (``index`` as in a list: -1 is the last); returns it, or
         None when there is no such message."""
@@ -377,22 +400,43 @@ class GhostMem(_Base, SyncOps):
 
         with self.connection() as conn:
             return capture.remove_message(
-                conn, self.owner, conv_id, platform, index, embedder=self.embedder, project=project
+                conn, owner or self.owner, conv_id, platform, index, embedder=self.embedder, project=project
             )
 
-    def capture_delete(self, conv_id: str) -> list[MessageRecord]:
+    def capture_delete(self, conv_id: str, *, owner: str | None = None) -> list[MessageRecord]:
         """Delete a captured conversation; returns the messages it held (empty when there was none)."""
         from ghostmem import capture
 
         with self.connection() as conn:
-            return capture.remove_conversation(conn, self.owner, conv_id)
+            return capture.remove_conversation(conn, owner or self.owner, conv_id)
 
-    def capture_ids(self, platform: Platform) -> list[str]:
+    def capture_sync(
+        self,
+        conv_id: str,
+        messages: Sequence[MessageRecord],
+        ids: Sequence[str],
+        *,
+        platform: Platform,
+        title: str | None = None,
+        project: str | None = None,
+        owner: str | None = None,
+    ) -> SaveResult:
+        """Make a captured conversation hold ``messages`` (an agent's whole thread, identified by the application's
+        message ``ids``), writing only those not stored yet; a thread whose beginning changed is replaced."""
+        from ghostmem import capture
+
+        with self.connection() as conn:
+            return capture.sync_messages(
+                conn, owner or self.owner, conv_id, platform, messages, ids,
+                embedder=self.embedder, title=title, project=project,
+            )  # fmt: skip
+
+    def capture_ids(self, platform: Platform, *, owner: str | None = None) -> list[str]:
         """The conv_ids of one platform's captured conversations, oldest first."""
         from ghostmem import capture
 
         with self.connection() as conn:
-            return capture.conversation_ids(conn, self.owner, platform)
+            return capture.conversation_ids(conn, owner or self.owner, platform)
 
     def close(self) -> None:
         """Close the pool ghostmem opened (a pool passed in stays open); the next call opens a new one."""

@@ -24,11 +24,24 @@ LAYERS: dict[str, int] = {
     ),
     # 1 mechanisms: embedding, the program drivers, argument models, rendering, the database, the write path
     **dict.fromkeys(
-        ["embed", "program", "args", "render", "strict", "db", "db.migrate", "db.server", "store", "enrich"],
+        [
+            "embed",
+            "program",
+            "args",
+            "render",
+            "strict",
+            "content",
+            "db",
+            "db.migrate",
+            "db.server",
+            "db.roles",
+            "store",
+            "enrich",
+        ],
         1,
     ),
-    # 2 work: the operations' programs, the importers and live capture
-    **dict.fromkeys(["search", "ghosts", "ingest", "capture"], 2),
+    # 2 work: the operations' programs, the importers, live capture, the LangGraph store's items
+    **dict.fromkeys(["search", "ghosts", "ingest", "capture", "items"], 2),
     # 3 the contract and its typed methods; the jobs around the operations
     **dict.fromkeys(["ops", "op_methods", "op_methods_gen", "maintenance", "reembed", "doctor"], 3),
     # 4 the client

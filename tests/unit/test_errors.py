@@ -8,6 +8,7 @@ from ghostmem.errors import (
     DatabaseUnavailable,
     GhostMemError,
     InvalidArgument,
+    PermissionDenied,
     translate,
     translated,
 )
@@ -34,7 +35,7 @@ from psycopg import errors as pg
         (pg.InvalidParameterValue("the project name is empty"), InvalidArgument, "the project name is empty"),
         (pg.NumericValueOutOfRange("integer out of range"), InvalidArgument, "cannot take a value"),
         (psycopg.DataError("PostgreSQL text fields cannot contain NUL (0x00) bytes"), InvalidArgument, "NUL"),
-        (pg.InsufficientPrivilege("permission denied for table messages"), GhostMemError, "may not do that"),
+        (pg.InsufficientPrivilege("permission denied for table messages"), PermissionDenied, "may not do that"),
     ],
 )  # fmt: skip
 def test_database_errors_become_one_ghostmem_sentence(
