@@ -83,8 +83,6 @@ def test_text_postgres_cannot_hold_is_cleaned_and_empty_conversations_are_not_st
 
 
 def test_a_deeply_nested_langchain_row_is_one_problem(gm: GhostMem, pg_dsn: str) -> None:
-    from ghostmem.ingest import import_langchain_table
-
     table = "hostile_history_" + gm.owner.replace("-", "_")
     session = "3f2c1a4e-1b2c-4d5e-8f90-0000000000aa"
     good = [{"type": "human", "data": {"content": "first"}}, {"type": "ai", "data": {"content": "second"}}]
@@ -101,7 +99,7 @@ def test_a_deeply_nested_langchain_row_is_one_problem(gm: GhostMem, pg_dsn: str)
                 ),
                 (session, message),
             )
-    report = import_langchain_table(gm, pg_dsn, table, embed=False)
+    report = gm.import_langchain_table(pg_dsn, table, embed=False)
     assert [p.reason for p in report.problems] == ["row 2: nested more than 100 levels deep; skipped"]
     assert stored(gm) == {session: 2}
 
