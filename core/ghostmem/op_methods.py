@@ -14,6 +14,7 @@ from ghostmem.models import (
     ConversationSummary,
     FeedbackResult,
     GhostList,
+    MemoryChange,
     RememberResult,
     SearchResult,
     Thread,
@@ -208,6 +209,44 @@ class SyncOps:
             },
         )
 
+    def update_memory(
+        self,
+        memory_id: int,
+        content: str,
+        *,
+        reason: str | None = None,
+    ) -> OpResult[MemoryChange]:
+        """Correct the wording of a ghost memory that is partly wrong or unclear: it keeps its memory_id, its
+        feedback and its history (the old wording is kept), and is found by its new wording. Give the whole
+        new sentence and, in `reason`, why.
+        """
+        return self.run(
+            "update_memory",
+            {
+                "memory_id": memory_id,
+                "content": content,
+                "reason": reason,
+            },
+        )
+
+    def retire_memory(
+        self,
+        memory_id: int,
+        *,
+        reason: str,
+    ) -> OpResult[MemoryChange]:
+        """Retire a ghost memory that is wrong, outdated or was never meant to be followed: no search returns it
+        any more. It is kept with who retired it, when and why (`reason`, required), and only an operator can
+        restore it.
+        """
+        return self.run(
+            "retire_memory",
+            {
+                "memory_id": memory_id,
+                "reason": reason,
+            },
+        )
+
 
 class AsyncOps:
     """One method per operation of ``OPS`` for :class:`ghostmem.AsyncGhostMem` (its ``run`` does the work)."""
@@ -392,5 +431,43 @@ class AsyncOps:
                 "memory_id": memory_id,
                 "signal": signal,
                 "note": note,
+            },
+        )
+
+    async def update_memory(
+        self,
+        memory_id: int,
+        content: str,
+        *,
+        reason: str | None = None,
+    ) -> OpResult[MemoryChange]:
+        """Correct the wording of a ghost memory that is partly wrong or unclear: it keeps its memory_id, its
+        feedback and its history (the old wording is kept), and is found by its new wording. Give the whole
+        new sentence and, in `reason`, why.
+        """
+        return await self.run(
+            "update_memory",
+            {
+                "memory_id": memory_id,
+                "content": content,
+                "reason": reason,
+            },
+        )
+
+    async def retire_memory(
+        self,
+        memory_id: int,
+        *,
+        reason: str,
+    ) -> OpResult[MemoryChange]:
+        """Retire a ghost memory that is wrong, outdated or was never meant to be followed: no search returns it
+        any more. It is kept with who retired it, when and why (`reason`, required), and only an operator can
+        restore it.
+        """
+        return await self.run(
+            "retire_memory",
+            {
+                "memory_id": memory_id,
+                "reason": reason,
             },
         )
