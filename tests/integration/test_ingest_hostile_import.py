@@ -8,6 +8,7 @@ import secrets
 from pathlib import Path
 
 import psycopg
+import pytest
 from ghostmem import GhostMem
 from psycopg import sql
 from support.conversations import stored
@@ -117,3 +118,30 @@ def test_ids_too_long_for_the_database_are_one_problem_each(gm: GhostMem, tmp_pa
     assert stored(gm) == {"fine": 1, "s1": 1}
     reasons = sorted(p.reason.split(":")[0] for p in report.problems)
     assert reasons == [f"conversation {huge[:80]}", f"summary of {huge[:80]}"]
+
+
+def test_a_huge_claude_code_file_is_stored_whole_from_its_chunks(
+    gm: GhostMem, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ghostmem.ingest import claude_code
+
+    monkeypatch.setattr(claude_code, "CHUNK_BYTES", 400)
+    lines = [cc("user", "u0", None, "line 0")] + [
+        cc("user", f"u{i}", f"u{i - 1}", f"line {i}") for i in range(1, 12)
+    ]
+    jsonl(
+        tmp_path / "p" / "s1.jsonl",
+        [*lines, {"type": "custom-title", "customTitle": "Named", "sessionId": "s1"}],
+    )
+    gm.import_paths([tmp_path], embed=False)
+    gm.import_paths([tmp_path], embed=False)  # read again: nothing doubles
+    with gm.connection() as conn:
+        texts = [r[0] for r in conn.execute(
+            "SELECT text FROM ghostmem.messages WHERE owner = %s ORDER BY seq", (gm.owner,))]  # fmt: skip
+    assert texts == [f"line {i}" for i in range(12)]
+    assert stored(gm) == {"s1": 12}
+    with gm.connection() as conn:
+        row = conn.execute(
+            "SELECT title FROM ghostmem.conversations WHERE owner = %s", (gm.owner,)
+        ).fetchone()
+    assert row is not None and row[0] == "Named"

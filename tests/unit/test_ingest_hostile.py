@@ -292,3 +292,21 @@ def test_gemini_session_whose_messages_are_wrongly_shaped(tmp_path: Path) -> Non
         "1: message #3: unexpected shape (TypeError: 'int' object is not iterable); skipped",
     ]
     assert records(path)["g1"].messages[0].text == "kept"
+
+
+def test_a_huge_claude_code_file_is_read_in_bounded_chunks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ghostmem.ingest import claude_code
+
+    monkeypatch.setattr(claude_code, "CHUNK_BYTES", 400)  # two lines a chunk instead of 32 MB
+    lines = [cc("user", "u0", None, "line 0")] + [
+        cc("user", f"u{i}", f"u{i - 1}", f"line {i}") for i in range(1, 12)
+    ]
+    items = parse_path(jsonl(tmp_path / "s1.jsonl", [*lines, {"type": "custom-title", "customTitle": "Named",
+                                                               "sessionId": "s1"}]))  # fmt: skip
+    chunks = [i for i in items if isinstance(i, Parsed)]
+    assert len(chunks) > 3 and not chunks[0].append and all(c.append for c in chunks[1:])
+    assert [m.text for c in chunks[:-1] for m in c.record.messages] == [f"line {i}" for i in range(12)]
+    # the rename came after the last chunk: it is carried by the last line again (stored already, appended as no-op)
+    assert chunks[-1].record.title == "Named" and [m.native_id for m in chunks[-1].record.messages] == ["u11"]

@@ -46,6 +46,9 @@ _COMMAND_TAGS = re.compile(
 )
 _COMMAND_ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.S)
 _COMMAND_NAME = re.compile(r"<command-name>(.*?)</command-name>", re.S)
+# A file's lines are ordered by their parent chain, so they are held until the file ends — up to this many bytes:
+# a longer file is stored in chunks, each appended after the one before (memory stays bounded whatever its size).
+CHUNK_BYTES = 32 << 20
 _INTERRUPT = re.compile(r"^\[Request interrupted by user[^\]]*\]$")
 
 
@@ -56,6 +59,8 @@ class _Conversation:
     agent: str | None
     lines: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
     custom_title: str | None = None
+    flushed_title: str | None = None  # the custom title when the last chunk was stored
+    last_line: tuple[int, dict[str, Any]] | None = None  # the last line of the chunks stored so far
     cwd: str | None = None
     branch: str | None = None
     version: str | None = None
@@ -80,7 +85,8 @@ class _File:
 def parse(source: Source, state: dict[str, Any]) -> Iterator[Item]:
     if source.path.name.startswith("agent-acompact"):
         return  # the compaction agent: the summariser's prompt and answer, not a conversation
-    append = int(state.get("offset", 0)) > 0
+    chunk_start = int(state.get("offset", 0))
+    append = chunk_start > 0
     file = _File.of(source)
     convs: dict[str, _Conversation] = {}
     with source.open() as fh:
@@ -94,9 +100,27 @@ def parse(source: Source, state: dict[str, Any]) -> Iterator[Item]:
                 item = shape_problem(source.label, line.number, exc)
             if item is not None:
                 yield item
+            if (
+                line.end - chunk_start > CHUNK_BYTES
+            ):  # a huge file: what is held so far is stored, then appended to
+                yield from _flush(convs, source, append=append)
+                append, chunk_start = True, line.end
+    yield from _flush(convs, source, append=append)
+
+
+def _flush(convs: dict[str, _Conversation], source: Source, *, append: bool) -> Iterator[Item]:
+    """The conversations of the lines held, which are then let go (titles, cwd and branch are kept)."""
     for conv in convs.values():
+        if not conv.lines and conv.last_line is not None and conv.custom_title != conv.flushed_title:
+            conv.lines.append(
+                conv.last_line
+            )  # a rename after the last chunk: carried by a line already stored
         if conv.agent is None or not conv.agent.startswith("acompact"):
             yield from _conversation(conv, source, append=append)
+        if conv.lines:
+            conv.last_line = conv.lines[-1]
+        conv.flushed_title = conv.custom_title
+        conv.lines.clear()
 
 
 def _line(number: int, obj: Any, file: _File, convs: dict[str, _Conversation]) -> Item | None:
