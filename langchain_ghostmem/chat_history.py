@@ -56,7 +56,10 @@ class GhostMemChatMessageHistory(Closes, BaseChatMessageHistory):
 
     @property
     def messages(self) -> list[BaseMessage]:  # type: ignore[override]
-        return [from_record(r) for r in self.binding.store.capture_messages(self.session_id)]
+        return [
+            from_record(r)
+            for r in self.binding.store.capture_messages(self.session_id, owner=self.binding.owner)
+        ]
 
     async def aget_messages(self) -> list[BaseMessage]:
         return await asyncio.to_thread(lambda: self.messages)
@@ -68,13 +71,14 @@ class GhostMemChatMessageHistory(Closes, BaseChatMessageHistory):
             platform=PLATFORM,
             title=self.title,
             project=self.project,
+            owner=self.binding.owner,
         )
 
     async def aadd_messages(self, messages: Sequence[BaseMessage]) -> None:
         await asyncio.to_thread(self.add_messages, messages)
 
     def clear(self) -> None:
-        self.binding.store.capture_delete(self.session_id)
+        self.binding.store.capture_delete(self.session_id, owner=self.binding.owner)
 
     async def aclear(self) -> None:
         await asyncio.to_thread(self.clear)

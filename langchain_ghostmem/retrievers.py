@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from ghostmem import GhostMem, get_op
+from ghostmem import GhostMem, OpSpec, get_op
 from ghostmem.binding import Binding, Closes, passages
 from ghostmem.embed import Embedder
 from ghostmem.records import Platform
 from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
+from langchain_core.runnables import RunnableConfig, ensure_config
 from pydantic import BaseModel, ConfigDict, Field
 
 SEARCH = get_op("search_personal_memory")
@@ -35,6 +36,26 @@ class _GhostMemBaseRetriever(Closes, BaseRetriever):
     ) -> None:
         binding = binding or Binding(store, owner=owner, current_project=current_project, embedder=embedder)
         super().__init__(binding=binding, **kwargs)  # type: ignore[call-arg]  # pydantic fields
+
+    # A retriever's own methods do not see the call's config: hand its ``configurable`` (whose memory) on.
+    def invoke(self, input: str, config: RunnableConfig | None = None, **kwargs: Any) -> list[Document]:
+        configurable = ensure_config(config).get("configurable")
+        return super().invoke(input, config, configurable=configurable, **kwargs)
+
+    async def ainvoke(
+        self, input: str, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> list[Document]:
+        configurable = ensure_config(config).get("configurable")
+        return await super().ainvoke(input, config, configurable=configurable, **kwargs)
+
+    def _run(self, spec: OpSpec[Any, Any], arguments: dict[str, Any], configurable: Any) -> list[Document]:
+        return _documents(self.binding.run(spec, arguments, self.binding.context_for(configurable)).data)
+
+    async def _arun(
+        self, spec: OpSpec[Any, Any], arguments: dict[str, Any], configurable: Any
+    ) -> list[Document]:
+        context = self.binding.context_for(configurable)
+        return _documents((await self.binding.arun(spec, arguments, context)).data)
 
 
 class GhostMemRetriever(_GhostMemBaseRetriever):
@@ -65,15 +86,24 @@ class GhostMemRetriever(_GhostMemBaseRetriever):
         }
 
     def _get_relevant_documents(
-        self, query: str, *, run_manager: CallbackManagerForRetrieverRun, k: int | None = None
+        self,
+        query: str,
+        *,
+        run_manager: CallbackManagerForRetrieverRun,
+        k: int | None = None,
+        configurable: Any = None,
     ) -> list[Document]:
-        return _documents(self.binding.run(SEARCH, self._arguments(query, k)).data)
+        return self._run(SEARCH, self._arguments(query, k), configurable)
 
     async def _aget_relevant_documents(
-        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, k: int | None = None
+        self,
+        query: str,
+        *,
+        run_manager: AsyncCallbackManagerForRetrieverRun,
+        k: int | None = None,
+        configurable: Any = None,
     ) -> list[Document]:
-        result = await self.binding.arun(SEARCH, self._arguments(query, k))
-        return _documents(result.data)
+        return await self._arun(SEARCH, self._arguments(query, k), configurable)
 
 
 class GhostMemoryRetriever(_GhostMemBaseRetriever):
@@ -84,15 +114,24 @@ class GhostMemoryRetriever(_GhostMemBaseRetriever):
     """
 
     def _get_relevant_documents(
-        self, query: str, *, run_manager: CallbackManagerForRetrieverRun, k: int | None = None
+        self,
+        query: str,
+        *,
+        run_manager: CallbackManagerForRetrieverRun,
+        k: int | None = None,
+        configurable: Any = None,
     ) -> list[Document]:
-        return _documents(self.binding.run(GHOSTS, {"query": query, "limit": k or self.k}).data)
+        return self._run(GHOSTS, {"query": query, "limit": k or self.k}, configurable)
 
     async def _aget_relevant_documents(
-        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, k: int | None = None
+        self,
+        query: str,
+        *,
+        run_manager: AsyncCallbackManagerForRetrieverRun,
+        k: int | None = None,
+        configurable: Any = None,
     ) -> list[Document]:
-        result = await self.binding.arun(GHOSTS, {"query": query, "limit": k or self.k})
-        return _documents(result.data)
+        return await self._arun(GHOSTS, {"query": query, "limit": k or self.k}, configurable)
 
 
 def _documents(data: BaseModel) -> list[Document]:

@@ -13,6 +13,7 @@ from ghostmem.binding import Binding, Closes
 from ghostmem.embed import Embedder
 from ghostmem.ops import format_validation_error
 from langchain_core.callbacks import AsyncCallbackManagerForToolRun, CallbackManagerForToolRun
+from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, BaseToolkit, ToolException
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -82,23 +83,31 @@ class GhostMemTool(Closes, BaseTool):
 
     @property
     def owner(self) -> str:
-        """Whose memory this tool reads and writes (fixed by the application)."""
+        """Whose memory this tool reads and writes when the call's config names no owner."""
         return self.binding.owner
 
     def _run(
-        self, run_manager: CallbackManagerForToolRun | None = None, **arguments: Any
+        self,
+        config: RunnableConfig,
+        run_manager: CallbackManagerForToolRun | None = None,
+        **arguments: Any,
     ) -> tuple[str, BaseModel]:
         try:
-            result = self.binding.run(self.spec, arguments)
+            context = self.binding.context_for(config.get("configurable"))
+            result = self.binding.run(self.spec, arguments, context)
         except GhostMemError as exc:
             raise ToolException(str(exc)) from exc
         return result.text, result.data
 
     async def _arun(
-        self, run_manager: AsyncCallbackManagerForToolRun | None = None, **arguments: Any
+        self,
+        config: RunnableConfig,
+        run_manager: AsyncCallbackManagerForToolRun | None = None,
+        **arguments: Any,
     ) -> tuple[str, BaseModel]:
         try:
-            result = await self.binding.arun(self.spec, arguments)
+            context = self.binding.context_for(config.get("configurable"))
+            result = await self.binding.arun(self.spec, arguments, context)
         except GhostMemError as exc:
             raise ToolException(str(exc)) from exc
         return result.text, result.data
@@ -114,22 +123,29 @@ def _validation_message(spec: OpSpec[Any, Any]) -> Callable[[ValidationError], s
 
 
 class GhostMemToolkit(Closes, BaseToolkit):
-    """Every ghostmem operation as a tool, bound to one owner (and optionally one project).
+    """Every ghostmem operation as a tool, for every owner (and optionally one project).
+
+    One toolkit (one store, one sync and one async pool) serves every user of an application: each call reads and
+    writes the memory of the owner its config names, ``config={"configurable": {"user_id": ...}}`` (LangGraph
+    passes an agent's config on to its tools), else of ``owner``.
 
     Example::
 
-        toolkit = GhostMemToolkit(GhostMem(), owner="alice", current_project="webapp")
+        toolkit = GhostMemToolkit(GhostMem(), current_project="webapp")
         agent = create_agent(model, tools=toolkit.get_tools())
+        agent.invoke({"messages": [...]}, config={"configurable": {"user_id": "alice"}})
 
     Args:
         store: a :class:`~ghostmem.GhostMem`, a DSN, or ``None`` (embedded server / ``GHOSTMEM_DSN``).
-        owner: whose memory the tools read and write.
+        owner: whose memory the tools read and write when a call's config names none.
         current_project: when set, ghost-memory tools act for this project and the model cannot change it.
         read_only: leave out the operations that write (``remember``, ``give_feedback``).
         ops: only these operations (by name), in this order.
         strict: schemas for strict tool calling (see :class:`GhostMemTool`).
         allowed_scopes: the ghost-memory scopes the model may write; default only ``"project"`` when a project
             is bound, any otherwise (see :class:`~ghostmem.binding.Binding`).
+        owner_key: the ``configurable`` key that names a call's owner (default ``"user_id"``).
+        project_key: a ``configurable`` key that names a call's project (default none: ``current_project``).
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -148,6 +164,8 @@ class GhostMemToolkit(Closes, BaseToolkit):
         ops: Sequence[str] | None = None,
         strict: bool = False,
         allowed_scopes: Sequence[str] | None = None,
+        owner_key: str = "user_id",
+        project_key: str | None = None,
     ) -> None:
         names = tuple(get_op(name).name for name in ops) if ops is not None else tuple(s.name for s in OPS)
         if read_only:
@@ -160,6 +178,8 @@ class GhostMemToolkit(Closes, BaseToolkit):
                 embedder=embedder,
                 strict=strict,
                 allowed_scopes=allowed_scopes,
+                owner_key=owner_key,
+                project_key=project_key,
             ),
             ops=names,
         )

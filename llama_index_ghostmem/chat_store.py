@@ -78,17 +78,25 @@ class GhostMemChatStore(Closes, BaseChatStore):
 
     def set_messages(self, key: str, messages: list[ChatMessage]) -> None:
         self.binding.store.capture_replace(
-            key, [_to_record(m) for m in messages], platform=PLATFORM, project=self.project
+            key,
+            [_to_record(m) for m in messages],
+            platform=PLATFORM,
+            project=self.project,
+            owner=self.binding.owner,
         )
 
     def get_messages(self, key: str) -> list[ChatMessage]:
-        return [_from_record(r) for r in self.binding.store.capture_messages(key)]
+        return [_from_record(r) for r in self.binding.store.capture_messages(key, owner=self.binding.owner)]
 
     def add_message(self, key: str, message: ChatMessage) -> None:
-        self.binding.store.capture_append(key, [_to_record(message)], platform=PLATFORM, project=self.project)
+        self.binding.store.capture_append(
+            key, [_to_record(message)], platform=PLATFORM, project=self.project, owner=self.binding.owner
+        )
 
     def delete_messages(self, key: str) -> list[ChatMessage] | None:
-        return [_from_record(r) for r in self.binding.store.capture_delete(key)] or None
+        return [
+            _from_record(r) for r in self.binding.store.capture_delete(key, owner=self.binding.owner)
+        ] or None
 
     def delete_message(self, key: str, idx: int) -> ChatMessage | None:
         if idx < 0:  # a position from the start; a negative one removes nothing
@@ -99,11 +107,13 @@ class GhostMemChatStore(Closes, BaseChatStore):
         return self._remove(key, -1)
 
     def _remove(self, key: str, index: int) -> ChatMessage | None:
-        removed = self.binding.store.capture_remove(key, index, platform=PLATFORM, project=self.project)
+        removed = self.binding.store.capture_remove(
+            key, index, platform=PLATFORM, project=self.project, owner=self.binding.owner
+        )
         return None if removed is None else _from_record(removed)
 
     def get_keys(self) -> list[str]:
-        return self.binding.store.capture_ids(PLATFORM)
+        return self.binding.store.capture_ids(PLATFORM, owner=self.binding.owner)
 
 
 def _to_record(message: ChatMessage) -> MessageRecord:

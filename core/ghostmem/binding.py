@@ -21,6 +21,7 @@ from pydantic import BaseModel, Field, create_model
 
 from ghostmem.args import GhostScope, OpArgs
 from ghostmem.client import AsyncGhostMem, GhostMem
+from ghostmem.context import OpContext
 from ghostmem.embed import Embedder
 from ghostmem.errors import InvalidArgument
 from ghostmem.models import GhostList, SearchResult
@@ -33,13 +34,22 @@ SCOPES: tuple[str, ...] = get_args(GhostScope)
 
 
 class Binding:
-    """A sync store, its async twin and the arguments the application bound.
+    """A sync store, its async twin, the context calls run in and the arguments the application bound.
+
+    One binding serves every owner: the store (and its pools) is shared, and whose memory a call reads and writes
+    is part of the call's context (:meth:`context_for`), never of the pool. The owner given here is the default;
+    a call names another through its configuration (``configurable[owner_key]``, LangChain's and LangGraph's
+    ``config={"configurable": {"user_id": ...}}``), and likewise the project with ``project_key``.
 
     Args:
-        store: a :class:`GhostMem`, a DSN, or ``None`` for the embedded server (or ``GHOSTMEM_DSN``).
-        owner: whose memory; defaults to the store's owner (or ``GHOSTMEM_OWNER``).
+        store: a :class:`GhostMem` (used as it is, whatever its own owner), a DSN, or ``None`` for the embedded
+            server (or ``GHOSTMEM_DSN``).
+        owner: whose memory by default; defaults to the store's owner (or ``GHOSTMEM_OWNER``).
         current_project: binds the project ghost-memory operations act for; ``current_project`` (and
             ``remember``'s ``project``) are then removed from the tools' schemas. ``None`` keeps the store's.
+        owner_key: the key of a call's ``configurable`` that names its owner (default ``"user_id"``).
+        project_key: the key of a call's ``configurable`` that names its project (default none); setting it
+            binds the project arguments as ``current_project`` does.
         embedder: the embedder of a store built here (ignored when a store is given).
         strict: show schemas for strict tool calling (:mod:`ghostmem.strict`: every argument required, optional
             ones nullable, no limit keywords); the arguments of a call are still validated with every limit.
@@ -57,30 +67,29 @@ class Binding:
         embedder: Embedder | str | None = None,
         strict: bool = False,
         allowed_scopes: Iterable[str] | None = None,
+        owner_key: str = "user_id",
+        project_key: str | None = None,
     ) -> None:
         self.strict = strict
-        if isinstance(store, GhostMem):
-            settings = store.settings if owner is None else dataclasses.replace(store.settings, owner=owner)
-            project = store.context.current_project if current_project is None else current_project
-            if settings == store.settings and project == store.context.current_project:
-                self.store = store
-            else:
-                self.store = GhostMem(settings=settings, embedder=store.embedder, current_project=project)
-        else:
-            self.store = GhostMem(dsn=store, owner=owner, embedder=embedder, current_project=current_project)
+        self.owner_key, self.project_key = owner_key, project_key
         # A store the application passed in is the application's to close.
-        self._owns_store = self.store is not store
-        self.astore = AsyncGhostMem(
-            settings=self.store.settings, embedder=self.store.embedder, current_project=self.current_project
+        self._owns_store = not isinstance(store, GhostMem)
+        self.store = store if isinstance(store, GhostMem) else GhostMem(dsn=store, embedder=embedder)
+        self.astore = AsyncGhostMem(settings=self.store.settings, embedder=self.store.embedder)
+        project = self.store.context.current_project if current_project is None else current_project
+        scopes = _allowed_scopes(allowed_scopes, project if project_key is None else project_key)
+        self.context = dataclasses.replace(
+            self.store.context,
+            owner=owner or self.store.owner,
+            current_project=project,
+            allowed_scopes=scopes,
         )
-        scopes = _allowed_scopes(allowed_scopes, self.current_project)
-        self.context = dataclasses.replace(self.store.context, allowed_scopes=scopes)
         self.scopes = scopes
         # The scope a model's remember gets when it names none: global where allowed, else one it may write.
         self.defaults: dict[str, Any] = {}
         if scopes is not None:
             self.defaults["scope"] = "global" if "global" in scopes else min(scopes, default="project")
-        bound = PROJECT_ARGUMENTS if self.current_project is not None else frozenset()
+        bound = PROJECT_ARGUMENTS if project is not None or project_key is not None else frozenset()
         if scopes is not None and "shared-restricted" not in scopes:
             bound |= {"allowlist"}
         self.bound: frozenset[str] = bound
@@ -88,11 +97,29 @@ class Binding:
 
     @property
     def owner(self) -> str:
-        return self.store.owner
+        """Whose memory a call without an owner of its own reads and writes."""
+        return self.context.owner
 
     @property
     def current_project(self) -> str | None:
-        return self.store.context.current_project
+        return self.context.current_project
+
+    def context_for(self, configurable: Mapping[str, Any] | None) -> OpContext:
+        """The context of one call: the owner (and, with ``project_key``, the project) its configuration names,
+        else the binding's. The application sets these, never the model."""
+        if not configurable:
+            return self.context
+        changes: dict[str, Any] = {}
+        for key, field in ((self.owner_key, "owner"), (self.project_key, "current_project")):
+            if key is None or configurable.get(key) is None:
+                continue
+            value = configurable[key]
+            if not isinstance(value, str) or not value.strip():
+                raise InvalidArgument(
+                    f"the call's configurable {key!r} must be a non-empty string (got {type(value).__name__})"
+                )
+            changes[field] = value.strip()
+        return dataclasses.replace(self.context, **changes) if changes else self.context
 
     def args_model(self, spec: OpSpec[Any, Any]) -> type[OpArgs]:
         """The argument model a model sees for ``spec`` (bound arguments removed), built once per operation."""
@@ -127,11 +154,18 @@ class Binding:
         parsed = validate(spec.name, model, arguments)
         return parsed.model_dump(include=parsed.model_fields_set)
 
-    def run(self, spec: OpSpec[Any, Any], arguments: Mapping[str, Any] | None) -> OpResult[BaseModel]:
-        return self.store.run(spec.name, self._arguments(spec, arguments), context=self.context)
+    def run(
+        self, spec: OpSpec[Any, Any], arguments: Mapping[str, Any] | None, context: OpContext | None = None
+    ) -> OpResult[BaseModel]:
+        """Run ``spec`` with model-supplied arguments, in ``context`` (default: the binding's)."""
+        return self.store.run(spec.name, self._arguments(spec, arguments), context=context or self.context)
 
-    async def arun(self, spec: OpSpec[Any, Any], arguments: Mapping[str, Any] | None) -> OpResult[BaseModel]:
-        return await self.astore.run(spec.name, self._arguments(spec, arguments), context=self.context)
+    async def arun(
+        self, spec: OpSpec[Any, Any], arguments: Mapping[str, Any] | None, context: OpContext | None = None
+    ) -> OpResult[BaseModel]:
+        return await self.astore.run(
+            spec.name, self._arguments(spec, arguments), context=context or self.context
+        )
 
     def _arguments(self, spec: OpSpec[Any, Any], arguments: Mapping[str, Any] | None) -> dict[str, Any]:
         """The model's arguments, checked, with the binding's defaults for those it left out."""
@@ -165,6 +199,8 @@ class Closes:
 
 
 def _allowed_scopes(given: Iterable[str] | None, project: str | None) -> frozenset[str] | None:
+    """The scopes the model may write: as given, else only ``project`` when a project is bound (by name or by a
+    configuration key), else any."""
     if given is None:
         return frozenset({"project"}) if project is not None else None
     scopes = frozenset([given] if isinstance(given, str) else given)

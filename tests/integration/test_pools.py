@@ -9,14 +9,11 @@ import gc
 import logging
 import tempfile
 import threading
-import time
-import uuid
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from urllib.parse import urlencode
 
-import psycopg
 import pytest
 import sqlalchemy
 from ghostmem import AsyncGhostMem, DatabaseUnavailable, GhostMem, HashEmbedder, InvalidArgument
@@ -24,38 +21,16 @@ from ghostmem.cli import sample_exports
 from ghostmem.db import EmbeddedServer
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
-from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 from support.adapters import ScriptedChatModel, call, seed_conversations
+from support.connections import backends, tagged, wait_for_backends
 
 from langchain_ghostmem import GhostMemTool, GhostMemToolkit
 
 # What LangGraph's PostgresSaver documentation tells its users to pass to their pool.
 LANGGRAPH_POOL_KWARGS = {"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row}
-
-
-def tagged(dsn: str) -> tuple[str, str]:
-    """``dsn`` with a unique application_name, so the test can count its own server connections."""
-    name = f"pooltest-{uuid.uuid4().hex[:10]}"
-    return make_conninfo(dsn, application_name=name), name
-
-
-def backends(dsn: str, name: str) -> int:
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        row = conn.execute(
-            "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s", (name,)
-        ).fetchone()
-    assert row is not None
-    return int(row[0])
-
-
-def wait_for_backends(dsn: str, name: str, expected: int) -> int:
-    """Backends of ``name`` once they settle on ``expected`` (a closed connection leaves the view shortly after)."""
-    deadline = time.monotonic() + 5
-    while (seen := backends(dsn, name)) != expected and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return seen
 
 
 def test_racing_first_calls_open_one_pool(pg_dsn: str, owner: str) -> None:

@@ -45,17 +45,32 @@ def test_bound_project_leaves_the_schema_and_is_refused_as_an_argument() -> None
     assert binding.args_model(spec) is binding.args_model(spec)
     with pytest.raises(InvalidArgument, match="current_project: Extra inputs are not permitted"):
         binding.validate(spec, {"current_project": "other"})
-    assert binding.astore.context.current_project == "webapp"
+    assert binding.context.current_project == "webapp"
 
 
-def test_a_given_store_is_reused_unless_owner_or_project_differ() -> None:
+def test_a_given_store_serves_every_owner_and_project() -> None:
+    """Owner and project are the binding's context, not its store's: no new store (no new pool) per owner."""
     store = GhostMem(dsn=DSN, owner="alice", embedder=HashEmbedder())
-    assert Binding(store).store is store
+    assert Binding(store).store is store and Binding(store).owner == "alice"
     other = Binding(store, owner="bob", current_project="p")
-    assert other.store is not store
-    assert (other.owner, other.current_project, other.store.settings.dsn) == ("bob", "p", DSN)
-    assert other.store.embedder is store.embedder and other.astore.embedder is store.embedder
-    assert store.owner == "alice"
+    assert other.store is store
+    assert (other.owner, other.current_project) == ("bob", "p")
+    assert other.astore.embedder is store.embedder and other.astore.settings is store.settings
+    assert (store.owner, store.context.current_project) == ("alice", None)
+
+
+def test_a_calls_configuration_names_its_owner_and_project() -> None:
+    binding = Binding(DSN, embedder=HashEmbedder(), owner="fallback", project_key="project_id")
+    assert binding.context_for(None).owner == "fallback"
+    assert binding.context_for({"thread_id": "t"}) is binding.context
+    call = binding.context_for({"user_id": " alice ", "project_id": "webapp"})
+    assert (call.owner, call.current_project, call.allowed_scopes) == ("alice", "webapp", {"project"})
+    assert "current_project" not in binding.json_schema(get_op("search_ghost_memories"))["properties"]
+    for bad in ("", "  ", 42):
+        with pytest.raises(InvalidArgument, match="configurable 'user_id' must be a non-empty string"):
+            binding.context_for({"user_id": bad})
+    with pytest.raises(InvalidArgument, match="must not contain NUL"):
+        binding.context_for({"user_id": "a\x00b"})
 
 
 def test_a_bound_project_narrows_the_scope_of_writes_unless_the_application_allows_more() -> None:
