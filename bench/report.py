@@ -319,6 +319,40 @@ def capture_section(runs: list[dict[str, Any]]) -> str:
     return "\n".join(out)
 
 
+def serve_section(runs: list[dict[str, Any]]) -> str:
+    """``bench.serve``: one process, one store, many owners, a database restart in the middle."""
+    if not runs:
+        return ""
+    out = ["## Serving many users: one store, parallel tool calls, a database restart\n"]
+    for r in runs:
+        out.append(
+            f"### {r['owners']:,} owners, {r['concurrency']} agent turns at a time, {r['tools_per_turn']} parallel "
+            f"tool calls per turn, pool of {r['pool_max_size']}\n"
+        )
+        out.append(f"Reproduce: `{r['command']}` ({_provenance(r)}).\n")
+        rows = [
+            (
+                name,
+                f["turns"],
+                f["tool_calls"],
+                f["errors"],
+                f["per_tool_call"].get("p50_ms"),
+                f["per_tool_call"].get("p95_ms"),
+            )
+            for name, f in r["phases"].items()
+        ]
+        out.append(_table(("phase", "turns", "tool calls", "errors", "p50 ms", "p95 ms"), rows))
+        outage = r["phases"].get("outage", {})
+        sentences = "; ".join(f"`{s}`" for s in outage.get("error_sentences", []))
+        out.append(
+            f"\nPeak server connections of the process: {r['peak_connections']} (pool {r['pool_max_size']}). "
+            f"While the server was down every call failed with "
+            f"{'a one-line sentence' if outage.get('errors_one_line') else 'an error (some of several lines)'}, "
+            f"e.g. {sentences}; after it came back, calls succeeded with no restart of the application.\n"
+        )
+    return "\n".join(out)
+
+
 def reading_section(runs: list[dict[str, Any]]) -> str:
     if not runs:
         return ""
@@ -516,6 +550,7 @@ def render(results_dir: Path = RESULTS, img_dir: Path = IMG, with_plots: bool = 
     parts.append(ingest_section(results.get("ingest", [])))
     parts.append(store_section(results.get("store", [])))
     parts.append(capture_section(results.get("capture", [])))
+    parts.append(serve_section(results.get("serve", [])))
     parts.append(reading_section(results.get("reading", [])))
     parts.append(ghost_section(results_dir, results.get("ghost_sim", [])))
     parts.append(METHOD)
