@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import psycopg
-from ghostmem import GhostMem
+from ghostmem import GhostMem, db
 from langchain_core.messages import BaseMessage
 
 from langchain_ghostmem.messages import to_record
@@ -54,7 +53,7 @@ def import_langgraph_checkpoints(
     from langgraph.checkpoint.postgres import PostgresSaver
 
     report = CheckpointImport()
-    with psycopg.connect(from_dsn) as conn:
+    with db.connect(from_dsn) as conn:
         threads = [
             str(r[0])
             for r in conn.execute(

@@ -355,17 +355,54 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 # -- parser -------------------------------------------------------------------------------------------------------
 
 
-def build_parser() -> argparse.ArgumentParser:
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--json", action="store_true", help="print machine-readable JSON")
-    common.add_argument(
-        "--dsn", default=None, help="Postgres DSN (default: $GHOSTMEM_DSN, else the embedded server)"
-    )
-    common.add_argument("--owner", default=None, help="whose memory (default: $GHOSTMEM_OWNER or 'default')")
-    common.add_argument("-v", "--verbose", action="store_true", help="log what happens")
+class _Parser(argparse.ArgumentParser):
+    """Usage errors are one line (where to look for help included), like every other error of the command."""
 
-    parser = argparse.ArgumentParser(
-        prog="ghostmem", description="Long-term memory for AI agents in Postgres.", parents=[common]
+    def error(self, message: str) -> typing.NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
+
+
+def _global_options(*, defaults: bool) -> _Parser:
+    """The options every command takes, before or after its name (``ghostmem --dsn X import`` is
+    ``ghostmem import --dsn X``). Only the top-level parser holds their defaults: a command's parser sets one only
+    when it is given there, so it never overwrites what was given before the command's name."""
+    given: dict[str, Any] = {} if defaults else {"default": argparse.SUPPRESS}
+    options = _Parser(add_help=False)
+    options.add_argument("--json", action="store_true", help="print machine-readable JSON", **given)
+    options.add_argument(
+        "--dsn",
+        help="Postgres DSN (default: $GHOSTMEM_DSN, else the embedded server)",
+        **(given or {"default": None}),
+    )
+    options.add_argument(
+        "--owner", help="whose memory (default: $GHOSTMEM_OWNER or 'default')", **(given or {"default": None})
+    )
+    options.add_argument("-v", "--verbose", action="store_true", help="log what happens", **given)
+    return options
+
+
+def _port(text: str) -> int:
+    if not text.isdigit() or not 1 <= int(text) <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is a number from 1 to 65535, not {text!r}")
+    return int(text)
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"give a positive number of seconds, not {text!r}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = _global_options(defaults=False)
+    parser = _Parser(
+        prog="ghostmem",
+        description="Long-term memory for AI agents in Postgres.",
+        parents=[_global_options(defaults=True)],
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -388,7 +425,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-embed", action="store_true", help="store and index words now; embed later (`ghostmem embed`)"
     )
     p.add_argument("--watch", action="store_true", help="keep importing as transcripts grow (polling)")
-    p.add_argument("--interval", type=float, default=30.0, help="seconds between polls with --watch")
+    p.add_argument("--interval", type=_seconds, default=30.0, help="seconds between polls with --watch")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument(
         "--langchain-table",
@@ -410,7 +447,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("demo", parents=[common], help="import the bundled sample exports and list them")
     p = sub.add_parser("mcp", parents=[common], help="serve the operations over MCP (stdio; --http for HTTP)")
     p.add_argument("--http", action="store_true", help="streamable HTTP on 127.0.0.1 instead of stdio")
-    p.add_argument("--port", type=int, default=8765, help="port of --http (default 8765)")
+    p.add_argument("--port", type=_port, default=8765, help="port of --http (default 8765)")
     p.add_argument(
         "--project", default=None, help="bind the project ghost memories act for (hidden from the model)"
     )

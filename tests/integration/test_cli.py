@@ -7,8 +7,11 @@ import os
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
-from ghostmem.cli import main, sample_exports
+from ghostmem import GhostMem, HashEmbedder, InvalidArgument
+from ghostmem.cli import build_parser, main, sample_exports
+from ghostmem.db import redact_dsn
 from support.cli import ghostmem
 
 FIXTURES = sample_exports()
@@ -61,3 +64,110 @@ def test_cli_import_embed_forget_enrich(
     ]  # fmt: skip
     assert run("enrich")["conversations"] == 3
     assert main(["import", "--langchain-table", "t", *common]) == 2  # --from-dsn is required
+
+
+# (the flag as typed, the attribute it sets, its value)
+GLOBAL_FLAGS = [
+    (["--dsn", "postgresql://a@h/db"], "dsn", "postgresql://a@h/db"),
+    (["--owner", "alice"], "owner", "alice"),
+    (["--json"], "json", True),
+    (["-v"], "verbose", True),
+    (["--verbose"], "verbose", True),
+]
+
+
+@pytest.mark.parametrize(
+    ("flag", "name", "value"), GLOBAL_FLAGS, ids=lambda f: f[0] if isinstance(f, list) else ""
+)
+@pytest.mark.parametrize(
+    "command", [["recent"], ["import", "x.jsonl"], ["forget", "c1"], ["mcp"], ["db", "status"]]
+)
+def test_a_global_flag_counts_before_or_after_the_command(
+    flag: list[str], name: str, value: object, command: list[str]
+) -> None:
+    parser = build_parser()
+    before = parser.parse_args([*flag, *command])
+    after = parser.parse_args([*command, *flag])
+    assert getattr(before, name) == getattr(after, name) == value
+    assert vars(before) == vars(after)
+    assert getattr(parser.parse_args(command), name) in (None, False)
+
+
+def test_dsn_before_the_command_is_the_database_written(
+    pg_dsn: str, owner: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`ghostmem --dsn <prod> import` used to import into the local store: here the fallback does not even exist."""
+    monkeypatch.setenv("GHOSTMEM_DSN", "postgresql://nobody@127.0.0.1:1/none")
+    monkeypatch.setenv("GHOSTMEM_EMBED_MODEL", "hash")
+    argv = ["--dsn", pg_dsn, "--owner", owner, "--json", "import", "--no-embed", str(FIXTURES / "gemini")]
+    assert main(argv) == 0
+    assert json.loads(capsys.readouterr().out)["conversations_new"] == 1
+    with psycopg.connect(pg_dsn) as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM ghostmem.conversations WHERE owner = %s", (owner,)
+        ).fetchone()
+    assert row == (1,)
+
+
+MALFORMED = [
+    "postgresql://me:s3cret@[::1:5432/db",  # unclosed IPv6 bracket
+    "postgresql://me:s3cret@localhost/db?bogus=1",  # unknown URI parameter
+    "host=localhost password=s3cret bogus=1",  # unknown keyword
+]
+
+
+@pytest.mark.parametrize("dsn", MALFORMED)
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["recent", "--dsn", "{dsn}"],
+        ["--dsn", "{dsn}", "doctor", "--no-model"],
+        ["import", "--langchain-table", "t", "--from-dsn", "{dsn}", "--dsn", "{ok}"],
+        ["import", "--langgraph-checkpoints", "{dsn}", "--dsn", "{ok}"],
+    ],
+    ids=["store", "doctor", "from-dsn", "langgraph"],
+)
+def test_a_malformed_dsn_is_one_sentence_without_its_password(
+    dsn: str, argv: list[str], pg_dsn: str, owner: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GHOSTMEM_EMBED_MODEL", "hash")
+    res = ghostmem(*[a.format(dsn=dsn, ok=pg_dsn) for a in argv], "--owner", owner)
+    assert res.returncode != 0
+    assert "s3cr" not in res.stderr + res.stdout and "Traceback" not in res.stderr
+    said = [
+        line for line in (res.stderr + res.stdout).splitlines() if "DSN" in line
+    ]  # doctor reports on stdout
+    assert len(said) == 1 and "malformed DSN" in said[0], res.stderr + res.stdout
+
+
+def test_the_client_refuses_a_malformed_dsn_in_one_sentence() -> None:
+    with pytest.raises(InvalidArgument) as err:
+        GhostMem(dsn=MALFORMED[0], embedder=HashEmbedder()).connect()
+    assert "s3cret" not in str(err.value) and 'matching "]"' in str(err.value)
+
+
+def test_redact_dsn_masks_the_whole_password() -> None:
+    assert redact_dsn("postgresql://me:p@ss@host:5432/db") == "postgresql://me:***@host:5432/db"
+    assert redact_dsn("host=h password='a b' user=me") == "host=h password=*** user=me"
+    assert redact_dsn("postgresql://me@host/db") == "postgresql://me@host/db"
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["mcp", "--http", "--port", "99999"],
+        ["mcp", "--http", "--port", "0"],
+        ["mcp", "--http", "--port", "http"],
+        ["import", "--watch", "--interval", "-5"],
+        ["import", "--watch", "--interval", "0"],
+        ["import", "--watch", "--interval", "nan"],
+    ],
+)
+def test_an_impossible_port_or_interval_is_one_sentence(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as done:
+        main(argv)
+    assert done.value.code == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "error: argument" in err and "Traceback" not in err

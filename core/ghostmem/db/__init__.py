@@ -71,12 +71,26 @@ def resolve_dsn(settings: Settings) -> str:
 
 
 def redact_dsn(dsn: str) -> str:
-    """The DSN without its password, for messages and logs."""
-    return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", re.sub(r"password=\S+", "password=***", dsn))
+    """The DSN without its password, for messages and logs (in a URI, everything up to the last ``@`` before the
+    host, so a password with an unescaped ``@`` is masked whole)."""
+    keywords = re.sub(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", r"\1***", dsn)
+    return re.sub(r"(://[^:/@\s]*:)[^/?#\s]*@", r"\1***@", keywords)
+
+
+def check_dsn(dsn: str) -> str:
+    """``dsn`` when libpq can read it; else one sentence that says what is wrong, the password masked (libpq's own
+    message quotes the whole DSN)."""
+    try:
+        psycopg.conninfo.conninfo_to_dict(dsn)
+    except psycopg.ProgrammingError as exc:
+        reason = str(exc).strip().replace(dsn, redact_dsn(dsn))
+        raise InvalidArgument(f"malformed DSN {redact_dsn(dsn)}: {redact_dsn(reason)}") from None
+    return dsn
 
 
 def connect(dsn: str, **kwargs: Any) -> psycopg.Connection[Any]:
     """A plain connection, or one clear sentence on why the server cannot be reached."""
+    check_dsn(dsn)
     try:
         return psycopg.connect(dsn, connect_timeout=10, **kwargs)
     except psycopg.OperationalError as exc:
