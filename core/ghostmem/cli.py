@@ -288,11 +288,21 @@ def cmd_embed(args: argparse.Namespace) -> int:
 
 @command("forget")
 def cmd_forget(args: argparse.Namespace) -> int:
-    """Delete a conversation with its messages and vectors, and keep it from coming back on the next import."""
+    """Delete a conversation with its messages and vectors, and keep it from coming back on the next import (or,
+    with --undo, let it come back)."""
     with store(args) as gm:
-        removed = gm.forget(args.conv_id)
+        if args.undo:
+            restored = gm.unforget(args.conv_id)
+            emit(
+                args,
+                f"{', '.join(restored)} will be imported again: the next `ghostmem import` reads every file anew",
+                {"conv_id": args.conv_id, "unforgotten": restored},
+            )
+            return 0
+        removed = gm.forget(args.conv_id, force=args.force)
     text = (
-        f"forgot {', '.join(removed)}; it will not be imported again"
+        f"forgot {', '.join(removed)}; it will not be imported again (`ghostmem forget --undo {args.conv_id}` "
+        "lets it back)"
         if removed
         else f"{args.conv_id} is not stored; it will never be imported"
     )
@@ -443,6 +453,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p = sub.add_parser("forget", parents=[common], help="delete a conversation and never import it again")
     p.add_argument("conv_id", help="the conversation id (as shown in row headers)")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="forget an id that is not stored (it will then never be imported)",
+    )
+    p.add_argument(
+        "--undo",
+        action="store_true",
+        help="import it again from now on (what was deleted comes back with the next import of its files)",
+    )
     sub.add_parser("enrich", parents=[common], help="recompute intensity, clusters and topics of everything")
     sub.add_parser("demo", parents=[common], help="import the bundled sample exports and list them")
     p = sub.add_parser("mcp", parents=[common], help="serve the operations over MCP (stdio; --http for HTTP)")

@@ -279,13 +279,21 @@ class GhostMem(_Base, SyncOps):
         with self.connection() as conn:
             return maintenance.enrich(conn, self.owner)
 
-    def forget(self, conv_id: str) -> list[str]:
+    def forget(self, conv_id: str, *, force: bool = False) -> list[str]:
         """Delete a conversation (and its subagents' conversations) with its messages and vectors, and keep it from
-        being imported again; returns the conversation ids removed."""
+        being imported again; returns the conversation ids removed. An id that is not stored raises
+        :class:`NotFound` unless ``force`` (then it is only kept from ever being imported)."""
         from ghostmem import maintenance
 
         with self.connection() as conn:
-            return maintenance.forget(conn, self.owner, conv_id)
+            return maintenance.forget(conn, self.owner, conv_id, force=force)
+
+    def unforget(self, conv_id: str) -> list[str]:
+        """Undo :meth:`forget`: the conversation (and its subagents') may be imported again; returns their ids."""
+        from ghostmem import maintenance
+
+        with self.connection() as conn:
+            return maintenance.unforget(conn, self.owner, conv_id)
 
     def reembed(self, embedder: Embedder | str) -> dict[str, Any]:
         """Switch the database to another embedding model (and dimension) and embed everything again; this client
@@ -561,11 +569,17 @@ class AsyncGhostMem(_Base, AsyncOps):
 
         return await self._in_thread(lambda conn: maintenance.enrich(conn, self.owner))
 
-    async def forget(self, conv_id: str) -> list[str]:
+    async def forget(self, conv_id: str, *, force: bool = False) -> list[str]:
         """See :meth:`GhostMem.forget`."""
         from ghostmem import maintenance
 
-        return await self._in_thread(lambda conn: maintenance.forget(conn, self.owner, conv_id))
+        return await self._in_thread(lambda conn: maintenance.forget(conn, self.owner, conv_id, force=force))
+
+    async def unforget(self, conv_id: str) -> list[str]:
+        """See :meth:`GhostMem.unforget`."""
+        from ghostmem import maintenance
+
+        return await self._in_thread(lambda conn: maintenance.unforget(conn, self.owner, conv_id))
 
     async def reembed(self, embedder: Embedder | str) -> dict[str, Any]:
         """See :meth:`GhostMem.reembed`."""

@@ -22,6 +22,7 @@ from psycopg import Connection
 
 from ghostmem import enrich as enrichment
 from ghostmem.embed import Embedder
+from ghostmem.errors import NotFound
 from ghostmem.ingest import runner
 from ghostmem.ingest.report import ImportReport
 from ghostmem.records import TIERS
@@ -216,15 +217,57 @@ def enrich(conn: Connection[Any], owner: str) -> int:
     return count
 
 
-def forget(conn: Connection[Any], owner: str, conv_id: str) -> list[str]:
+def forget(conn: Connection[Any], owner: str, conv_id: str, *, force: bool = False) -> list[str]:
     """Delete a conversation (and its subagent conversations), messages and vectors; never import it again.
 
-    Returns the conversation ids removed (empty when none was stored: it is still kept from coming back).
+    Returns the conversation ids removed. An id that is not stored is refused (a typo would otherwise be kept out
+    forever, silently) unless ``force``: then it is only kept from ever being imported.
     """
     with conn.transaction():
+        if not force and not _known(conn, owner, conv_id):
+            raise NotFound(
+                f"no conversation {conv_id!r} is stored: check the id (the first field of a row header), or "
+                "force it to keep a conversation out before it is ever imported (ghostmem forget --force)"
+            )
         gone = purge(conn, owner, conv_id)
         remember(conn, owner, {conv_id: None, **gone}, "forget")
     return sorted(gone)
+
+
+def unforget(conn: Connection[Any], owner: str, conv_id: str) -> list[str]:
+    """Undo :func:`forget`: ``conv_id`` and the subagent conversations forgotten with it may be imported again.
+    Returns the ids let back.
+
+    Their content was deleted, and the files holding it count as read: the owner's import state is reset, so the
+    next import reads every file again from the start (which duplicates nothing) and brings them back.
+    """
+    with conn.transaction():
+        rows = conn.execute(
+            """
+            DELETE FROM ghostmem.forgotten f
+            USING ghostmem.forgotten o
+            WHERE o.owner = %s AND o.conv_id = %s AND o.reason = 'forget'
+              -- its subagent conversations were remembered in the same statement, at the same moment
+              AND f.owner = o.owner AND f.reason = 'forget' AND f.forgotten_at = o.forgotten_at
+            RETURNING f.conv_id
+            """,
+            (owner, conv_id),
+        ).fetchall()
+        if rows:
+            conn.execute("DELETE FROM ghostmem.import_state WHERE owner = %s", (owner,))
+    if not rows:
+        raise NotFound(f"{conv_id!r} was not forgotten: there is nothing to undo")
+    return sorted(r[0] for r in rows)
+
+
+def _known(conn: Connection[Any], owner: str, conv_id: str) -> bool:
+    """Stored (in any tier), or already kept out."""
+    row = conn.execute(
+        "SELECT EXISTS (SELECT 1 FROM ghostmem.conversations WHERE owner = %s AND conv_id = %s)"
+        " OR EXISTS (SELECT 1 FROM ghostmem.forgotten WHERE owner = %s AND conv_id = %s)",
+        (owner, conv_id, owner, conv_id),
+    ).fetchone()
+    return bool(row and row[0])
 
 
 def watch(

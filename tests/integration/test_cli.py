@@ -152,6 +152,35 @@ def test_redact_dsn_masks_the_whole_password() -> None:
     assert redact_dsn("postgresql://me@host/db") == "postgresql://me@host/db"
 
 
+def test_forget_refuses_an_unknown_id_and_can_be_undone(
+    pg_dsn: str, owner: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GHOSTMEM_EMBED_MODEL", "hash")
+    common = ["--dsn", pg_dsn, "--owner", owner]
+
+    def run(*argv: str) -> tuple[int, str, str]:
+        capsys.readouterr()
+        code = main([*argv, *common])
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    assert run("import", "--no-embed", str(FIXTURES / "claude_code"))[0] == 0
+    stored = "c45af7b1-cb7c-4e51-93db-8cbb250a877a"
+    code, _, err = run("forget", stored[:-1])  # a typo
+    assert code == 2 and "no conversation" in err and "--force" in err and len(err.strip().splitlines()) == 1
+    assert run("forget", "kept-out-before-import", "--force")[0] == 0
+    assert run("forget", stored)[0] == 0
+    assert run("import", "--no-embed", str(FIXTURES / "claude_code"))[0] == 0
+    code, out, _ = run("show", stored)
+    assert code == 2  # still forgotten after importing again
+    code, out, _ = run("forget", "--undo", stored, "--json")
+    assert code == 0 and json.loads(out)["unforgotten"] == [stored, f"{stored}:agent-af1ff21"]
+    assert run("import", "--no-embed", str(FIXTURES / "claude_code"))[0] == 0
+    assert run("show", stored)[0] == 0  # back
+    code, _, err = run("forget", "--undo", stored)
+    assert code == 2 and "was not forgotten" in err
+
+
 @pytest.mark.parametrize(
     "argv",
     [

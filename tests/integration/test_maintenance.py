@@ -58,7 +58,7 @@ def test_forget_reaches_only_its_own_owner(gm: GhostMem, pg_dsn: str, tmp_path: 
         assert gm.forget("shared-id") == ["shared-id"]
         # the other owner's conversation of the same id is still there, and still importable for it
         assert ids(other.list_recent_conversations(days=30)) == ["shared-id"]
-        assert other.forget("no-such-conversation") == []
+        assert other.forget("no-such-conversation", force=True) == []  # kept out, nothing to delete
     assert gm.list_recent_conversations(days=30).data.rows == []
 
 
