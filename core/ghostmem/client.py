@@ -108,7 +108,7 @@ class _Base:
     @property
     def embedder(self) -> Embedder:
         if self._embedder is None:
-            self._embedder = make_embedder(self.settings.embed_model)
+            self._embedder = make_embedder(self.settings.embed_model, self.settings.home)
         return self._embedder
 
     @property

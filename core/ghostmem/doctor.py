@@ -10,6 +10,7 @@ from ghostmem import db
 from ghostmem.config import Settings
 from ghostmem.db import migrate as migrations
 from ghostmem.embed import make_embedder
+from ghostmem.embed_onnx import OnnxEmbedder
 from ghostmem.errors import GhostMemError
 
 
@@ -22,7 +23,7 @@ def diagnose(settings: Settings, check_model: bool = True) -> dict[str, Any]:
         checks[name] = {"ok": False, "error": message}
         report["ok"] = False
 
-    embedder = make_embedder(settings.embed_model)
+    embedder = make_embedder(settings.embed_model, settings.home)
     try:
         dsn = db.resolve_dsn(settings)
         with db.connect(dsn, autocommit=True) as conn:
@@ -71,6 +72,8 @@ def diagnose(settings: Settings, check_model: bool = True) -> dict[str, Any]:
         try:
             vec = embedder.embed_query("ghostmem doctor")
             checks["model"] = {"ok": len(vec) == embedder.dim, "name": embedder.name, "dim": len(vec)}
+            if isinstance(embedder, OnnxEmbedder):
+                checks["model"]["engine"] = embedder.engine
         except GhostMemError as exc:
             fail("model", str(exc))
     else:

