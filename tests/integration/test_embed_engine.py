@@ -13,13 +13,12 @@ from typing import Any
 
 import numpy as np
 import pytest
+from ghostmem.cli import sample_exports
 from ghostmem.config import DEFAULT_EMBED_MODEL
 from ghostmem.embed import SentenceTransformerEmbedder, make_embedder
 from ghostmem.embed_onnx import MIN_COSINE, OnnxEmbedder, cache_dir, read_config
 
-from tests.conftest import FIXTURES
-
-pytestmark = [pytest.mark.model, pytest.mark.slow]
+pytestmark = pytest.mark.slow  # every test here uses the reference model (so is marked `model` too)
 
 HEAVY = ("torch", "transformers", "sentence_transformers", "sklearn")
 
@@ -27,7 +26,7 @@ HEAVY = ("torch", "transformers", "sentence_transformers", "sklearn")
 def _sample_texts() -> list[str]:
     """Real conversation text from the shipped sample exports (every platform), plus edge cases."""
     texts: list[str] = []
-    for path in sorted(FIXTURES.rglob("*.json*")):
+    for path in sorted(sample_exports().rglob("*.json*")):
         raw = path.read_text(encoding="utf-8")
         docs = (
             [json.loads(line) for line in raw.splitlines() if line.strip()]
@@ -55,7 +54,8 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def engine(home: Path) -> OnnxEmbedder:
+def engine(home: Path, real_embedder: SentenceTransformerEmbedder) -> OnnxEmbedder:
+    """The engine, exported into a fresh home (the export checks itself against the reference)."""
     embedder = make_embedder(DEFAULT_EMBED_MODEL, home)
     assert isinstance(embedder, OnnxEmbedder)
     assert embedder.engine == "onnxruntime"
