@@ -1,4 +1,4 @@
-"""Small-scale smoke runs of the speed benches (scale, peers, ingest) and of the report, so they cannot rot.
+"""Small-scale smoke runs of the speed benches (scale, peers, ingest, cli) and of the report, so they cannot rot.
 
 The fake embedder stands in for MiniLM: these runs check the benches' code paths and bookkeeping, not speed.
 """
@@ -13,7 +13,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from bench import corpus, ingest, peers, report, scale
+from bench import cli, corpus, ingest, peers, report, scale
 from bench.common import throwaway_database
 
 pytestmark = pytest.mark.slow
@@ -42,6 +42,8 @@ def results(bench_dsn: str, server_dsn: str, tmp_path_factory: pytest.TempPathFa
         )
         == 0
     )
+    smoke_cli = ["--repeat", "1", "--mcp-repeat", "1", "--model", "hash", "--json", str(out / "cli.json")]
+    assert cli.main(smoke_cli) == 0
     loaded = {p.stem: json.loads(p.read_text()) for p in out.glob("*.json")}
     loaded["_dir"] = out
     loaded["_indexes"] = indexes_after_first
@@ -122,11 +124,22 @@ def test_ingest_imports_everything_and_embeds_the_conversational_text(results: d
     assert run["ratio_with_embeddings_over_baseline"] > 0
 
 
+def test_cli_times_cold_commands_and_the_mcp_first_search(results: dict[str, Any]) -> None:
+    run = results["cli"]
+    assert run["search"]["runs"] == run["recent"]["runs"] == 1
+    assert run["search"]["median_s"] > run["python_pass"]["median_s"] > 0
+    assert run["ratio_search_over_recent"] > 0 and run["setup_import_s"] > 0
+    # the fake embedder: no model library may be imported for a search
+    assert "torch" not in run["heavy_modules"]
+    assert run["mcp"]["start_to_first_answer_median_s"] >= run["mcp"]["first_call_median_s"] > 0
+
+
 def test_report_renders_every_result_with_its_command(results: dict[str, Any], tmp_path: Path) -> None:
     text = report.render(results["_dir"], tmp_path / "img")
-    for name in ("scale", "peers", "ingest"):
+    for name in ("scale", "peers", "ingest", "cli"):
         assert results[name]["command"] in text
     assert "PGVectorStore hybrid" in text and "## Speed at scale" in text and "## Ingest throughput" in text
+    assert "## Cold commands" in text
     assert f"{results['peers']['cases'][0]['systems']['ghostmem hybrid']['server']['p50_ms']:.2f}" in text
     assert (tmp_path / "img" / "bench-peers.png").stat().st_size > 1000
     assert (tmp_path / "img" / "bench-scale.png").stat().st_size > 1000
