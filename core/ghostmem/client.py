@@ -141,7 +141,7 @@ class _Base:
     def _reembed(self, embedder: Embedder | str) -> dict[str, Any]:
         from ghostmem.reembed import reembed
 
-        new = make_embedder(embedder) if isinstance(embedder, str) else embedder
+        new = make_embedder(embedder, self.settings.home) if isinstance(embedder, str) else embedder
         done = reembed(self.dsn, new, self.settings.runtime_role)
         self._embedder = new
         return done
