@@ -34,8 +34,14 @@ import numpy as np
 import psycopg
 from ghostmem import GhostMem
 from ghostmem.config import DEFAULT_EMBED_MODEL, default_home
-from ghostmem.embed import HASH_MODEL, Embedder, SentenceTransformerEmbedder, make_embedder
-from ghostmem.embed_onnx import OnnxEmbedder, available_cores
+from ghostmem.embed import (
+    HASH_MODEL,
+    Embedder,
+    OnnxEmbedder,
+    SentenceTransformerEmbedder,
+    available_cores,
+    make_embedder,
+)
 
 from bench import corpus
 from bench.common import RESULTS, server, throwaway_database, write_generic_jsonl

@@ -9,8 +9,7 @@ from psycopg import Connection
 from ghostmem import db
 from ghostmem.config import Settings
 from ghostmem.db import migrate as migrations
-from ghostmem.embed import make_embedder
-from ghostmem.embed_onnx import OnnxEmbedder
+from ghostmem.embed import OnnxEmbedder, make_embedder
 from ghostmem.errors import GhostMemError
 
 

@@ -15,8 +15,14 @@ import numpy as np
 import pytest
 from ghostmem.cli import sample_exports
 from ghostmem.config import DEFAULT_EMBED_MODEL
-from ghostmem.embed import SentenceTransformerEmbedder, make_embedder
-from ghostmem.embed_onnx import MIN_COSINE, OnnxEmbedder, cache_dir, read_config
+from ghostmem.embed import (
+    MIN_COSINE,
+    OnnxEmbedder,
+    SentenceTransformerEmbedder,
+    cache_dir,
+    make_embedder,
+    read_config,
+)
 
 pytestmark = pytest.mark.slow  # every test here uses the reference model (so is marked `model` too)
 
