@@ -407,6 +407,15 @@ def _seconds(text: str) -> float:
     return value
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("ghostmem")
+    except PackageNotFoundError:  # pragma: no cover - run from a source tree that was never installed
+        return "unknown (not installed)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     common = _global_options(defaults=False)
     parser = _Parser(
@@ -414,6 +423,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Long-term memory for AI agents in Postgres.",
         parents=[_global_options(defaults=True)],
     )
+    parser.add_argument("--version", action="version", version=f"ghostmem {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = sub.add_parser("db", parents=[common], help="the embedded server: start, stop, status, url")
