@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
+import sqlite3
 import tempfile
 import uuid
-from collections.abc import Iterable, Iterator
+from array import array
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import psycopg
 from ghostmem.db import EmbeddedServer
-from ghostmem.embed import SentenceTransformerEmbedder
+from ghostmem.embed import Embedder, SentenceTransformerEmbedder
 from psycopg import sql
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -71,3 +74,67 @@ def real_embedder(threads: int = 1) -> SentenceTransformerEmbedder:
     torch.set_num_threads(threads)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     return SentenceTransformerEmbedder()
+
+
+def embedding_cache_path() -> Path:
+    """Where benches keep vectors between runs: ``GHOSTMEM_BENCH_CACHE``, else ``~/.cache/ghostmem/bench-vectors.db``."""
+    default = Path.home() / ".cache" / "ghostmem" / "bench-vectors.db"
+    return Path(os.environ.get("GHOSTMEM_BENCH_CACHE", default))
+
+
+class CachedEmbedder:
+    """An embedder whose vectors are kept on disk (SQLite, keyed by model and text hash) across bench runs.
+
+    The retrieval benchmark embeds the same ~20,000 texts on every run; the model is the slow part (minutes on a
+    loaded 2-core machine), and a cached vector is the model's own output, stored as float32 as the model made it.
+    A vector is returned as stored (float32, the model's own precision) on the first run as on later ones. Worker
+    processes share the file (SQLite locks it).
+    """
+
+    def __init__(self, inner: Embedder, path: Path | None = None) -> None:
+        self._inner = inner
+        self._path = path or embedding_cache_path()
+        self._path.parent.mkdir(parents=True, exist_ok=True)
+        with self._connect() as db:
+            db.execute(
+                "CREATE TABLE IF NOT EXISTS vectors (model TEXT, hash BLOB, vector BLOB, PRIMARY KEY (model, hash))"
+            )
+
+    def _connect(self) -> sqlite3.Connection:
+        db = sqlite3.connect(self._path, timeout=60)
+        db.execute("PRAGMA journal_mode=WAL")
+        return db
+
+    @property
+    def name(self) -> str:
+        return self._inner.name
+
+    @property
+    def dim(self) -> int:
+        return self._inner.dim
+
+    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+        keys = [hashlib.sha256(t.encode("utf-8")).digest() for t in texts]
+        found: dict[bytes, list[float]] = {}
+        with self._connect() as db:
+            for i in range(0, len(keys), 500):
+                chunk = keys[i : i + 500]
+                rows = db.execute(
+                    f"SELECT hash, vector FROM vectors WHERE model = ? AND hash IN ({','.join('?' * len(chunk))})",
+                    [self.name, *chunk],
+                ).fetchall()
+                found.update((h, array("f", v).tolist()) for h, v in rows)
+        missing = list(dict.fromkeys(k for k in keys if k not in found))
+        if missing:
+            text_of = dict(zip(keys, texts, strict=True))
+            stored = [array("f", v) for v in self._inner.embed_documents([text_of[k] for k in missing])]
+            found.update((k, v.tolist()) for k, v in zip(missing, stored, strict=True))
+            with self._connect() as db:
+                db.executemany(
+                    "INSERT OR IGNORE INTO vectors VALUES (?, ?, ?)",
+                    [(self.name, k, v.tobytes()) for k, v in zip(missing, stored, strict=True)],
+                )
+        return [found[k] for k in keys]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.embed_documents([text])[0]

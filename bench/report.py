@@ -465,17 +465,49 @@ def _eval_command(command: str) -> str:
     return re.sub(r"--data \S*/([^/\s]+)", r"--data $GHOSTMEM_EVAL/\1", command)
 
 
+HEADLINE_METRICS = {
+    "locomo": ("turn_recall@10", "session_recall@10"),
+    "longmemeval": ("recall_all@5", "ndcg@10"),
+    "jsquad": ("recall@1", "recall@5", "recall@10"),
+}
+
+
+def _run_name(r: dict[str, Any]) -> str:
+    split = r.get("split", "all")
+    label = f", {r['label']}" if r.get("label") else ""
+    return f"{r['dataset']} ({split}{label})"
+
+
+def retrieval_summary(runs: list[dict[str, Any]]) -> str:
+    """One row per data set, split and label: the headline metrics of each mode."""
+    rows = []
+    for r in sorted(runs, key=lambda r: (r["dataset"], r.get("split", "all"), r.get("label") or "")):
+        for mode, table in r["modes"].items():
+            metrics = HEADLINE_METRICS.get(r["dataset"], ())
+            values = ", ".join(f"{k} {table['overall'][k]:.3f}" for k in metrics if k in table["overall"])
+            rows.append(
+                (r["dataset"], r.get("split", "all"), r.get("label") or "this code", mode, table["n"], values)
+            )
+    return _table(("data set", "split", "search", "mode", "questions", "headline"), rows)
+
+
 def retrieval_section(runs: list[dict[str, Any]]) -> str:
     if not runs:
         return ""
     out = [
         "## Retrieval quality\n",
         'Scored as bench/README.md\'s "Retrieval data" says (`bench/retrieval.py`); `$GHOSTMEM_EVAL` is the directory '
-        "holding those files, which are not in the repository.\n",
+        "holding those files, which are not in the repository. Each dev file is split by a seeded hash "
+        "of its units (LoCoMo conversations, LongMemEval questions, JSQuAD articles; `--split`): search changes "
+        "were tuned on `tune` only, `held-out` was scored to see whether they carry over. Runs labelled with a "
+        "commit are the search code before this round, scored by the same bench.\n",
+        retrieval_summary(runs),
+        "",
     ]
     for r in runs:
+        units = f" ({', '.join(r['units'])})" if r.get("units") and r["dataset"] != "longmemeval" else ""
         out.append(
-            f"### {r['dataset']} — {r['stores']} stores, {r['messages']:,} messages, model {r['model']}\n"
+            f"### {_run_name(r)}{units} — {r['stores']} stores, {r['messages']:,} messages, model {r['model']}\n"
         )
         out.append(f"Reproduce: `{_eval_command(r['command'])}`.\n")
         modes = r["modes"]
@@ -486,6 +518,39 @@ def retrieval_section(runs: list[dict[str, Any]]) -> str:
             for cat, c in table["categories"].items():
                 rows.append((mode, cat, c["n"], *[c[k] for k in keys]))
         out.append(_table(("mode", "category", "n", *keys), [tuple(_fmt3(v) for v in row) for row in rows]))
+        out.append("")
+    return "\n".join(out)
+
+
+def floor_section(runs: list[dict[str, Any]]) -> str:
+    """The similarity floor's calibration: recall of answerable questions against what absent ones get back."""
+    if not runs:
+        return ""
+    out = [
+        "## Similarity floor calibration\n",
+        "Hybrid search with the floor off, then each floor applied to the same results (`--floor-study`): "
+        "*recall* is the data set's headline metric on its answerable questions; *absent* questions are asked of a "
+        "store that does not hold their answer (the next store's questions, LongMemEval's abstention questions). "
+        "`absent: vector-only` = share of them that still get a message only the vector leg found (what the floor "
+        "decides); `absent: empty` = share that get nothing at all (word matches are not the floor's to judge); "
+        "`conversations` = mean conversations they get back in the top 10.\n",
+    ]
+    for r in sorted(runs, key=lambda r: (r["dataset"], r.get("split", ""))):
+        out.append(
+            f"### {r['dataset']} ({r.get('split', 'all')}): {r['present']} answerable, {r['absent']} absent\n"
+        )
+        out.append(f"Reproduce: `{r['command']}`.\n")
+        metric = next(k for k in r["floors"][0] if "@" in k)
+        out.append(
+            _table(
+                ("floor", metric, "absent: vector-only", "absent: empty", "conversations"),
+                [
+                    (f"{f['floor']:.2f}", _fmt3(f[metric]), _fmt3(f["absent_with_vector_only"]),
+                     _fmt3(f["absent_empty"]), f["absent_rows_top10"])
+                    for f in r["floors"]
+                ],
+            )
+        )  # fmt: skip
         out.append("")
     return "\n".join(out)
 
@@ -631,6 +696,7 @@ def render(results_dir: Path = RESULTS, img_dir: Path = IMG, with_plots: bool = 
         if images:
             parts.append("## Plots\n\n" + "\n\n".join(images) + "\n")
     parts.append(retrieval_section(results.get("retrieval", [])))
+    parts.append(floor_section(results.get("retrieval_floor", [])))
     parts.append(peers_section(results.get("peers", [])))
     parts.append(scale_section(results.get("scale", [])))
     parts.append(ingest_section(results.get("ingest", [])))

@@ -15,11 +15,16 @@ ghostmem's own search code with the real embedding model:
 * LongMemEval: each haystack session is a conversation; ``search_personal_memory`` ranks them. recall_all@k = 1 when
   every answer session is in the top k; nDCG@k with binary relevance. Abstention questions (``_abs``) are skipped.
 * JSQuAD: every paragraph is a one-message conversation; recall@k = 1 when the question's paragraph is in the top k.
+
+``--split tune`` / ``--split held-out`` score a fixed part of the file: a third of its units (LoCoMo conversations,
+LongMemEval questions, JSQuAD articles; at least one) is held out, chosen by a seeded hash of each unit's id
+(:func:`split_units`). Search changes are tuned on ``tune``; ``held-out`` is scored to see whether they carry over.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import logging
 import math
@@ -43,7 +48,14 @@ from ghostmem.embed import make_embedder
 from ghostmem.program import run_sync
 from ghostmem.search import search_messages
 
-from bench.common import RESULTS, real_embedder, server, throwaway_database, write_generic_jsonl
+from bench.common import (
+    RESULTS,
+    CachedEmbedder,
+    real_embedder,
+    server,
+    throwaway_database,
+    write_generic_jsonl,
+)
 
 logger = logging.getLogger("bench.retrieval")
 
@@ -67,6 +79,7 @@ class Store:
     name: str
     conversations: list[dict[str, Any]]
     questions: list[Question]
+    absent: list[Question] = field(default_factory=list)  # questions whose answer this store does not hold
 
 
 # --- data sets → generic conversations ------------------------------------------------------------------------
@@ -145,8 +158,6 @@ def locomo_stores(data: Any) -> list[Store]:
 def longmemeval_stores(data: Any) -> list[Store]:
     stores = []
     for item in data:
-        if item["question_id"].endswith("_abs"):
-            continue
         conversations = []
         for sid, date, turns in zip(
             item["haystack_session_ids"], item["haystack_dates"], item["haystack_sessions"], strict=True
@@ -168,11 +179,22 @@ def longmemeval_stores(data: Any) -> list[Store]:
             category=item["question_type"],
             gold_sessions=set(item["answer_session_ids"]),
         )
-        stores.append(Store(item["question_id"], conversations, [question]))
+        # An abstention question asks about something its haystack never mentions.
+        if item["question_id"].endswith("_abs"):
+            stores.append(Store(item["question_id"], conversations, [], [question]))
+        else:
+            stores.append(Store(item["question_id"], conversations, [question]))
     return stores
 
 
-def jsquad_stores(data: Any) -> list[Store]:
+def jsquad_stores(data: Any, by_article: bool = False) -> list[Store]:
+    """One store of every paragraph (``by_article``: one store per article, for the floor study)."""
+    if by_article:
+        return [
+            Store(f"jsquad-{a}", store.conversations, store.questions)
+            for a, article in enumerate(data["data"])
+            for store in jsquad_stores({**data, "data": [article]})
+        ]
     conversations = []
     questions = []
     for a, article in enumerate(data["data"]):
@@ -190,6 +212,34 @@ def jsquad_stores(data: Any) -> list[Store]:
                     Question(qid=qa["id"], text=qa["question"], category="all", gold_sessions={conv_id})
                 )
     return [Store("jsquad", conversations, questions)]
+
+
+SPLITS = ("all", "tune", "held-out")
+SPLIT_SEED = 16
+HELD_OUT_SHARE = 3  # one unit in three is held out
+
+
+def _units(dataset: str, data: Any) -> list[Any]:
+    return data["data"] if dataset == "jsquad" else data
+
+
+def _unit_id(dataset: str, unit: Any) -> str:
+    return str(unit[{"locomo": "sample_id", "longmemeval": "question_id", "jsquad": "title"}[dataset]])
+
+
+def split_units(dataset: str, data: Any, part: str, seed: int = SPLIT_SEED) -> Any:
+    """The part of a data file to score: ``all``, or the ``tune`` / ``held-out`` split by unit (LoCoMo conversation,
+    LongMemEval question, JSQuAD article). The units are ordered by ``sha256(seed:id)`` and the first third
+    (rounded up) is held out, so the split depends on the ids only, never on their content or order in the file."""
+    if part == "all":
+        return data
+    units = _units(dataset, data)
+    ranked = sorted(
+        units, key=lambda u: hashlib.sha256(f"{seed}:{_unit_id(dataset, u)}".encode()).hexdigest()
+    )
+    held = {_unit_id(dataset, u) for u in ranked[: -(-len(units) // HELD_OUT_SHARE)]}
+    kept = [u for u in units if (_unit_id(dataset, u) in held) == (part == "held-out")]
+    return {**data, "data": kept} if dataset == "jsquad" else kept
 
 
 LOADERS: dict[str, Callable[[Any], list[Store]]] = {
@@ -249,6 +299,137 @@ def score_question(
     return metrics
 
 
+# --- the similarity floor ----------------------------------------------------------------------------------------
+
+FLOORS = (0.0, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5)
+ABSENT_PER_STORE = 60  # questions of the next store asked of each store (its answer is not there)
+STUDY_METRIC = {"locomo": ("turn_recall", 10), "longmemeval": ("recall_all", 5), "jsquad": ("recall", 5)}
+
+
+def _hits(gm: GhostMem, query: str) -> list[dict[str, Any]]:
+    """Hybrid messages with the floor off: what each floor would keep is decided afterwards."""
+    args = SearchPersonalMemoryArgs(query=query, mode="hybrid")
+    with gm.connection() as conn:
+        rows = run_sync(search_messages(gm.context, args, MESSAGE_DEPTH, floor=-1.0), conn, gm.embedder)
+    return [
+        {
+            "native_id": r["native_id"],
+            "conv_id": r["conv_id"],
+            "lexical": r["lex_rank"] is not None,
+            "similarity": 1.0 - float(r["vec_dist"]) if r["vec_dist"] is not None else -1.0,
+        }
+        for r in rows
+    ]
+
+
+def _kept_hits(hits: list[dict[str, Any]], floor: float) -> list[dict[str, Any]]:
+    """The messages a floor keeps: those of conversations with a word match or a message at least that close."""
+    relevant = {h["conv_id"] for h in hits if h["lexical"] or h["similarity"] >= floor}
+    return [h for h in hits if h["conv_id"] in relevant]
+
+
+def _vector_only_conversation(hits: list[dict[str, Any]]) -> bool:
+    lexical = {h["conv_id"] for h in hits if h["lexical"]}
+    return any(h["conv_id"] not in lexical for h in hits)
+
+
+def floor_table(
+    dataset: str, present: list[tuple[Question, list[dict[str, Any]]]], absent: list[list[dict[str, Any]]]
+) -> list[dict[str, Any]]:
+    """Per floor: the recall of answerable questions, and what unanswerable ones still get back."""
+    metric, k = STUDY_METRIC[dataset]
+    table = []
+    for floor in FLOORS:
+        scores = []
+        for q, hits in present:
+            kept = _kept_hits(hits, floor)
+            if dataset == "locomo":
+                scores.append(recall(q.gold_turns, [h["native_id"] for h in kept], k))
+            else:
+                sessions = _dedup(h["conv_id"] for h in kept)
+                score = recall_all if dataset == "longmemeval" else recall
+                scores.append(score(q.gold_sessions, sessions, k))
+        kept_absent = [_kept_hits(hits, floor) for hits in absent]
+        table.append(
+            {
+                "floor": floor,
+                f"{metric}@{k}": round(statistics.fmean(scores), 4) if scores else None,
+                # unanswerable questions that still get a conversation only the vector leg found (what the floor
+                # governs) ...
+                "absent_with_vector_only": round(
+                    statistics.fmean(_vector_only_conversation(kept) for kept in kept_absent), 4
+                )
+                if absent
+                else None,
+                # ... and that get nothing back at all (a word match is not the floor's to judge)
+                "absent_empty": round(statistics.fmean(not kept for kept in kept_absent), 4)
+                if absent
+                else None,
+                "absent_rows_top10": round(
+                    statistics.fmean(len(_dedup(h["conv_id"] for h in kept)[:10]) for kept in kept_absent), 2
+                )
+                if absent
+                else None,
+            }
+        )
+    return table
+
+
+def _study_store(
+    store: Store, absent: list[Question], admin: str, model: str | None
+) -> tuple[list[tuple[Question, list[dict[str, Any]]]], list[list[dict[str, Any]]]]:
+    embedder = CachedEmbedder(make_embedder(model) if model else real_embedder())
+    with (
+        tempfile.TemporaryDirectory(prefix="ghostmem-retrieval-") as tmp,
+        throwaway_database(admin) as dsn,
+        GhostMem(dsn=dsn, owner=OWNER, embedder=embedder) as gm,
+    ):
+        report = gm.import_paths([write_generic_jsonl(store.conversations, Path(tmp) / "store.jsonl")])
+        if not report.ok:
+            raise RuntimeError(f"{store.name}: import failed: {report.render()}")
+        return [(q, _hits(gm, q.text)) for q in store.questions], [_hits(gm, q.text) for q in absent]
+
+
+def floor_study(
+    dataset: str,
+    data_path: Path,
+    *,
+    admin_dsn: str | None = None,
+    model: str | None = None,
+    jobs: int = 1,
+    split: str = "tune",
+) -> dict[str, Any]:
+    """Calibrate the similarity floor: every store is asked its own questions and, as questions whose answer it
+    does not hold, up to :data:`ABSENT_PER_STORE` of the next store's (and LongMemEval's abstention questions)."""
+    data = split_units(dataset, json.loads(data_path.read_text(encoding="utf-8")), split)
+    stores = jsquad_stores(data, by_article=True) if dataset == "jsquad" else LOADERS[dataset](data)
+    present: list[tuple[Question, list[dict[str, Any]]]] = []
+    absent: list[list[dict[str, Any]]] = []
+    started = time.perf_counter()
+    with server(admin_dsn) as admin, ProcessPoolExecutor(max_workers=jobs) as pool:
+        futures = []
+        for i, store in enumerate(stores):
+            others = stores[(i + 1) % len(stores)].questions if len(stores) > 1 else []
+            asked = store.absent + others[:ABSENT_PER_STORE]
+            futures.append(pool.submit(_study_store, store, asked, admin, model))
+        for future in as_completed(futures):
+            p, a = future.result()
+            present += p
+            absent += a
+    return {
+        "bench": "retrieval_floor",
+        "dataset": dataset,
+        "data": str(data_path),
+        "split": split,
+        "model": model or DEFAULT_EMBED_MODEL,
+        "present": len(present),
+        "absent": len(absent),
+        "seconds": round(time.perf_counter() - started, 1),
+        "command": "python -m bench.retrieval " + " ".join(sys.argv[1:]),
+        "floors": floor_table(dataset, present, absent),
+    }
+
+
 def _mean_table(per_question: list[tuple[str, dict[str, float]]]) -> dict[str, Any]:
     by_category: dict[str, list[dict[str, float]]] = defaultdict(list)
     for category, metrics in per_question:
@@ -279,7 +460,7 @@ def _score_store(
 
     Runs in a worker process (``--jobs``), so it builds its own embedder from the model name.
     """
-    embedder = make_embedder(model) if model else real_embedder()
+    embedder = CachedEmbedder(make_embedder(model) if model else real_embedder())
     scored = []
     with (
         tempfile.TemporaryDirectory(prefix="ghostmem-retrieval-") as tmp,
@@ -305,12 +486,14 @@ def run(
     modes: tuple[SearchMode, ...] = MODES,
     max_stores: int | None = None,
     jobs: int = 1,
+    split: str = "all",
 ) -> dict[str, Any]:
     """Import every store of the file into its own throwaway database and score every mode on it.
 
     ``jobs`` stores are imported and scored at once, each in a worker process (the embedding is the slow part).
     """
-    stores = LOADERS[dataset](json.loads(data_path.read_text(encoding="utf-8")))[:max_stores]
+    data = split_units(dataset, json.loads(data_path.read_text(encoding="utf-8")), split)
+    stores = [s for s in LOADERS[dataset](data) if s.questions][:max_stores]
     per_mode: dict[str, list[tuple[str, dict[str, float]]]] = {m: [] for m in modes}
     started = time.perf_counter()
     with server(admin_dsn) as admin, ProcessPoolExecutor(max_workers=jobs) as pool:
@@ -324,6 +507,8 @@ def run(
         "data": str(data_path),
         "k": list(ks),
         "model": model or DEFAULT_EMBED_MODEL,
+        "split": split,
+        "units": [_unit_id(dataset, u) for u in _units(dataset, data)],
         "stores": len(stores),
         "messages": sum(len(c["messages"]) for s in stores for c in s.conversations),
         "seconds": round(time.perf_counter() - started, 1),
@@ -338,7 +523,7 @@ def render_table(result: dict[str, Any]) -> str:
     first = next(iter(modes.values()))
     keys = list(first["overall"])
     lines = [
-        f"{result['dataset']}: {result['stores']} stores, {result['messages']} messages, model {result['model']}",
+        f"{result['dataset']} ({result.get('split', 'all')}): {result['stores']} stores, {result['messages']} messages, model {result['model']}",
         f"{'mode':<8} {'category':<26} {'n':>5} " + " ".join(f"{k:>18}" for k in keys),
     ]
     for mode, table in modes.items():
@@ -367,8 +552,33 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES))
     parser.add_argument("--max-stores", type=int, help="only the first N stores (a quick look)")
     parser.add_argument("--jobs", type=int, default=1, help="stores imported and scored at once (processes)")
+    parser.add_argument(
+        "--split",
+        choices=SPLITS,
+        default="all",
+        help="score the tuning part, the held-out part, or the whole file",
+    )
+    parser.add_argument(
+        "--label", help="names the run in the results (and its file), e.g. the commit it scores"
+    )
+    parser.add_argument(
+        "--floor-study",
+        action="store_true",
+        help="calibrate the similarity floor instead (answerable vs absent)",
+    )
     opts = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
+    suffix = ("" if opts.split == "all" else f"_{opts.split}") + (f"_{opts.label}" if opts.label else "")
+    if opts.floor_study:
+        study = floor_study(
+            opts.dataset, opts.data, admin_dsn=opts.dsn, model=opts.model, jobs=opts.jobs, split=opts.split
+        )
+        print(json.dumps(study["floors"], indent=1))
+        out = opts.json or RESULTS / f"retrieval_floor_{opts.dataset}{suffix}.json"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(study, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        print(f"wrote {out}")
+        return 0
     ks = tuple(opts.k) if opts.k else DEFAULT_K[opts.dataset]
     result = run(
         opts.dataset,
@@ -379,9 +589,12 @@ def main(argv: list[str] | None = None) -> int:
         modes=tuple(opts.modes),
         max_stores=opts.max_stores,
         jobs=opts.jobs,
+        split=opts.split,
     )
+    if opts.label:
+        result["label"] = opts.label
     print(render_table(result))
-    out = opts.json or RESULTS / f"retrieval_{opts.dataset}.json"
+    out = opts.json or RESULTS / f"retrieval_{opts.dataset}{suffix}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     print(f"wrote {out}")
