@@ -42,7 +42,11 @@ class ConversationRow(_Model):
 
 
 class SearchHit(ConversationRow):
-    """A conversation found by a search: its score and the best-matching messages."""
+    """A conversation found by a search: its score and the best-matching messages.
+
+    ``score`` is its best message's relevance from 0 to 1: 1 = ranked first by words and by meaning, about 0.5 =
+    first by one of them, lower = further down (docs/search.md, "Scores and the similarity floor").
+    """
 
     score: float
     matches: list[MessageView] = Field(default_factory=list)

@@ -99,10 +99,13 @@ def conversation_list(result: ConversationList) -> str:
 
 def search_result(result: SearchResult) -> str:
     if not result.rows:
-        return f"Nothing found for {result.query!r}. Try other words, fewer filters or a wider time window."
+        return (
+            f"Nothing relevant to {result.query!r}: no conversation shares its words or comes close in meaning."
+            " Try other words, fewer filters or a wider time window."
+        )
     lines: list[str] = []
     for hit in result.rows:
-        lines.append(f"{row_header(hit)} score={hit.score:.4f}")
+        lines.append(f"{row_header(hit)} score={hit.score:.2f}")
         lines.append(f"  {clip(hit.snippet, SHOWN_SNIPPET_CHARS)}")
         if hit.explain is not None:
             lines.append(f"  why: {explain_line(hit.explain)}")

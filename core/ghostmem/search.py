@@ -10,8 +10,7 @@ Search ranks *messages* with two legs and fuses them by reciprocal rank (``1 / (
   project filters are checked on the fetched rows, so no filter or common word makes the leg read every match.
 * **vector**: pgvector HNSW over message embeddings, with iterative scans so that owner, tier, time, platform and
   project filters apply inside the scan and a narrow filter still yields its rows (:func:`vector_depth` says how
-  many). Its weight in the fusion is the share of the query's letters outside CJK scripts (:func:`vector_weight`:
-  the default model reads English).
+  many). It does not count for a query in CJK scripts (:func:`vector_weight`: the default model reads English).
 
 The statement's sizes and constants are literals and the search transaction asks for generic plans, so a
 connection plans it once (psycopg prepares it on its sixth run).
@@ -31,6 +30,7 @@ from typing import Any
 
 from psycopg import sql
 
+from ghostmem import japanese
 from ghostmem.args import (
     GetConversationArgs,
     GetConversationSummaryArgs,
@@ -67,13 +67,15 @@ BM25_B = 0.75
 MATCHES_PER_HIT = 3
 HNSW_MAX_SCAN_TUPLES = 100000
 SPEAKER_BONUS = 0.005
+# A message only the vector leg found is returned when its cosine similarity to the query is at least this
+# (calibrated on the retrieval data sets, see docs/search.md): below it, MiniLM neighbours are padding.
+SIMILARITY_FLOOR = 0.4
 
 _ROW_COLUMNS = sql.SQL(
     "c.conv_id, c.tier, c.platform, c.started_at, c.ended_at, c.title, c.project, c.topic, c.cluster, "
     "c.msg_count, c.intensity, c.first_snippet AS snippet"
 )
 _WORD = re.compile(r"\w+", re.UNICODE)
-_LETTERS = re.compile(r"[^\W\d_]", re.UNICODE)
 
 
 def like_pattern(text: str) -> str:
@@ -153,7 +155,7 @@ def _kept(args: SearchPersonalMemoryArgs) -> sql.Composable:
 _LEXICAL_LEG = """
 lex_terms AS MATERIALIZED (
     SELECT q.lexeme, ghostmem.lexeme_query(q.lexeme) AS tq
-    FROM unnest(tsvector_to_array(ghostmem.lexemes(%(query)s, true))) AS q(lexeme)
+    FROM unnest(tsvector_to_array(ghostmem.lexemes(%(query)s, true)) || %(morphemes)s::text[]) AS q(lexeme)
     ORDER BY length(q.lexeme) DESC, q.lexeme
     LIMIT {max_terms}
 ),
@@ -237,28 +239,37 @@ vec AS (
 )"""
 
 _FUSED_BOTH = """
-fused AS (
+scored AS (
     SELECT coalesce(l.id, v.id) AS id, coalesce(l.tier, v.tier) AS tier, coalesce(l.conv_id, v.conv_id) AS conv_id,
-           coalesce(1.0 / ({rrf_k} + l.rank), 0) + coalesce(%(vector_weight)s / ({rrf_k} + v.rank), 0){bonus}
-               AS score,
-           l.rank AS lex_rank, l.score AS lex_score, v.rank AS vec_rank, v.dist AS vec_dist
+           (coalesce(1.0 / ({rrf_k} + l.rank), 0) + coalesce(%(vector_weight)s / ({rrf_k} + v.rank), 0){bonus})
+               / %(score_max)s AS score,
+           l.rank AS lex_rank, l.score AS lex_score, v.rank AS vec_rank, v.dist AS vec_dist,
+           l.id IS NOT NULL OR v.dist <= {max_dist} AS relevant
     FROM lex l FULL OUTER JOIN vec v ON l.id = v.id
 )"""
 
 _FUSED_LEXICAL = """
-fused AS (
-    SELECT id, tier, conv_id, 1.0 / ({rrf_k} + rank) AS score, rank AS lex_rank, score AS lex_score,
-           NULL::bigint AS vec_rank, NULL::float8 AS vec_dist
+scored AS (
+    SELECT id, tier, conv_id, ({rrf_k} + 1.0) / ({rrf_k} + rank) AS score, rank AS lex_rank, score AS lex_score,
+           NULL::bigint AS vec_rank, NULL::float8 AS vec_dist, true AS relevant
     FROM lex
 )"""
 
 _FUSED_VECTOR = """
-fused AS (
-    SELECT id, tier, conv_id, 1.0 / ({rrf_k} + rank) AS score, NULL::bigint AS lex_rank, NULL::float8 AS lex_score,
-           rank AS vec_rank, dist AS vec_dist
+scored AS (
+    SELECT id, tier, conv_id, ({rrf_k} + 1.0) / ({rrf_k} + rank) AS score, NULL::bigint AS lex_rank,
+           NULL::float8 AS lex_score, rank AS vec_rank, dist AS vec_dist, dist <= {max_dist} AS relevant
     FROM vec
 )"""
 
+# No padding: a conversation is returned when one of its messages shares the query's words (the lexical leg found
+# it) or is close enough in meaning (similarity at least the floor); its other fused messages come with it.
+_FLOORED = """
+fused AS (
+    SELECT id, tier, conv_id, score, lex_rank, lex_score, vec_rank, vec_dist
+    FROM (SELECT s.*, bool_or(s.relevant) OVER (PARTITION BY s.tier, s.conv_id) AS keep FROM scored s) k
+    WHERE keep
+)"""
 
 # A message written by a speaker the query names gets a small bonus in the fusion (about a third of what rank 1 of
 # a leg adds): "what did Ann say about X" is more often answered by Ann's messages than by those addressing her.
@@ -281,6 +292,7 @@ def _fused_messages(args: SearchPersonalMemoryArgs, plan: _Plan) -> sql.Composed
         legs.append(sql.SQL(_FUSED_BOTH).format(bonus=bonus, **plan.literals))
     else:
         legs.append(sql.SQL(_FUSED_LEXICAL if plan.lexical else _FUSED_VECTOR).format(**plan.literals))
+    legs.append(sql.SQL(_FLOORED))
     return sql.SQL("WITH") + sql.SQL(",").join(legs)
 
 
@@ -300,14 +312,15 @@ def strip_names(query: str, names: list[str]) -> str:
 
 
 def vector_weight(query: str) -> float:
-    """How much the vector leg counts in the fusion: the share of the query's letters outside CJK scripts.
+    """How much the vector leg counts in the fusion: 0 for a query that holds any CJK letter, else 1.
 
     The default model, all-MiniLM-L6-v2, was trained on English; on Japanese, Chinese or Korean its neighbours are
-    close to random (JSQuAD recall@5 0.42 alone, against 0.97 for the CJK-gram lexical leg) and would only push the
-    lexical matches down. A query in those scripts is therefore ranked by its words.
+    close to random (JSQuAD recall@5 0.41 alone, against 0.96 for the CJK-gram lexical leg) and would only push the
+    lexical matches down. A query in those scripts is therefore ranked by its words, also when it quotes Latin
+    names or phrases: weighting the vector leg by the share of Latin letters (as before) lost recall@1 on such
+    JSQuAD questions, and this way the hybrid of a CJK query is never below its lexical leg alone.
     """
-    letters = _LETTERS.findall(query)  # digits say nothing about the language
-    return 1.0 - sum(1 for c in letters if CJK.match(c)) / len(letters) if letters else 1.0
+    return 0.0 if CJK.search(query) else 1.0
 
 
 def vector_depth(limit: int, depth: int, filtered: bool) -> int:
@@ -326,15 +339,18 @@ def vector_depth(limit: int, depth: int, filtered: bool) -> int:
     return min(depth, max(FILTERED_VECTOR_DEPTH_MIN, FILTERED_VECTOR_PER_HIT * limit))
 
 
-def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int) -> Program[_Plan]:
+def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int, floor: float) -> Program[_Plan]:
     """Resolve the query embedding and the scan settings of one search (steps before the one statement)."""
     lexical = args.mode in ("hybrid", "lexical")
-    vector = args.mode in ("hybrid", "vector")
+    # A hybrid search whose vector leg would not count (a CJK query) neither embeds the query nor scans HNSW.
+    vector = args.mode == "vector" or (args.mode == "hybrid" and vector_weight(args.query) > 0)
     tiers = ["personal", "library"] if args.include_library else ["personal"]
     params: dict[str, Any] = {
         "owner": ctx.owner,
         "tiers": tiers,
         "query": args.query,
+        "morphemes": japanese.terms(args.query)
+        or [],  # the query's Japanese words, as the write path stores them
         "days": args.days,
         "platform": args.platform,
         "project": like_pattern(args.project) if args.project is not None else None,
@@ -353,6 +369,7 @@ def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int) -> Program
         "rrf_k": RRF_K,
         "matches": MATCHES_PER_HIT,
         "speaker_bonus": SPEAKER_BONUS,
+        "max_dist": 1.0 - floor,
     }
     literals: dict[str, sql.Composable] = {k: sql.Literal(v) for k, v in constants.items()}
     # The settings of the statement, made in its transaction. The statement is planned once per connection
@@ -390,17 +407,23 @@ def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int) -> Program
     params["speakers"] = list(rows[0]["speakers"])
     dense_query = strip_names(args.query, params["speakers"])
     params["qvec"] = yield Embed(dense_query)
-    params["vector_weight"] = vector_weight(args.query)
+    params["vector_weight"] = weight = vector_weight(args.query)
+    # Scores are divided by the best a message can get (first in every leg that counts, and the speaker bonus),
+    # so they read from 0 to 1: 1 = ranked first by words and by meaning.
+    params["score_max"] = (1.0 + weight) / (RRF_K + 1) + (SPEAKER_BONUS if params["speakers"] else 0.0)
     return _Plan(params=params, literals=literals, lexical=lexical, vector=vector)
 
 
-def search_messages(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int) -> Program[list[Row]]:
+def search_messages(
+    ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int, floor: float = SIMILARITY_FLOOR
+) -> Program[list[Row]]:
     """The fused messages of a search, best first (at most ``depth``): what conversations are ranked from.
 
     Each row has ``id, tier, conv_id, score, lex_rank, lex_score, vec_rank, vec_dist, seq, native_id, role, ts,
-    speaker, text``.
+    speaker, text``. ``floor`` is the similarity floor of vector-only messages (the benchmark varies it to
+    calibrate :data:`SIMILARITY_FLOOR`; -1 turns it off).
     """
-    plan = yield from _plan(ctx, args, depth)
+    plan = yield from _plan(ctx, args, depth, floor)
     statement = _fused_messages(args, plan) + sql.SQL(
         """
         SELECT f.*, m.seq, m.native_id, m.role, m.ts, m.speaker, m.text
@@ -414,7 +437,7 @@ def search_messages(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int) 
 
 
 def search_personal_memory(ctx: OpContext, args: SearchPersonalMemoryArgs) -> Program[SearchResult]:
-    plan = yield from _plan(ctx, args, max(DEPTH_PER_LEG, 5 * args.limit))
+    plan = yield from _plan(ctx, args, max(DEPTH_PER_LEG, 5 * args.limit), SIMILARITY_FLOOR)
     statement = _fused_messages(args, plan) + sql.SQL(
         """,
         hits AS (

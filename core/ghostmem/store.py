@@ -22,7 +22,7 @@ from typing import Any
 from psycopg import Connection
 from psycopg.types.json import Jsonb
 
-from ghostmem import db
+from ghostmem import db, japanese
 from ghostmem.embed import Embedder
 from ghostmem.limits import (
     EMBEDDED_CHARS,
@@ -388,7 +388,7 @@ def _upsert_messages(
         if append
         else """DO UPDATE SET seq = EXCLUDED.seq, role = EXCLUDED.role, raw_role = EXCLUDED.raw_role,
                 speaker = EXCLUDED.speaker, text = EXCLUDED.text, ts = EXCLUDED.ts, meta = EXCLUDED.meta,
-                content_hash = EXCLUDED.content_hash,
+                content_hash = EXCLUDED.content_hash, morphemes = EXCLUDED.morphemes,
                 embedding = CASE WHEN m.content_hash = EXCLUDED.content_hash THEN m.embedding END
             WHERE (m.seq, m.role, m.raw_role, m.speaker, m.content_hash, m.ts, m.meta)
                 IS DISTINCT FROM (EXCLUDED.seq, EXCLUDED.role, EXCLUDED.raw_role, EXCLUDED.speaker,
@@ -398,11 +398,12 @@ def _upsert_messages(
         f"""
         INSERT INTO ghostmem.messages AS m
             (owner, tier, conv_id, seq, native_id, role, raw_role, speaker, text, ts, platform, project,
-             content_hash, meta)
-        SELECT %s, %s, %s, u.seq, u.native_id, u.role, u.raw_role, u.speaker, u.text, u.ts, %s, %s, u.hash, u.meta
+             content_hash, meta, morphemes)
+        SELECT %s, %s, %s, u.seq, u.native_id, u.role, u.raw_role, u.speaker, u.text, u.ts, %s, %s, u.hash, u.meta,
+               nullif(ARRAY(SELECT jsonb_array_elements_text(u.morphemes)), '{{}}')
         FROM unnest(%s::int[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[], %s::timestamptz[],
-                    %s::bytea[], %s::jsonb[])
-            AS u(seq, native_id, role, raw_role, speaker, text, ts, hash, meta)
+                    %s::bytea[], %s::jsonb[], %s::jsonb[])
+            AS u(seq, native_id, role, raw_role, speaker, text, ts, hash, meta, morphemes)
         ON CONFLICT (owner, tier, conv_id, native_id) {conflict}
         RETURNING id, (xmax = 0), text, role
         """,  # noqa: S608 - only the constant conflict clause is formatted in
@@ -417,9 +418,15 @@ def _upsert_messages(
             [m.ts for m in messages],
             [content_hash(t) for t in texts],
             [Jsonb(m.meta) for m in messages],
+            [Jsonb(_morphemes(t, m.role)) for t, m in zip(texts, messages, strict=True)],  # [] = none
         ),
     )  # fmt: skip
     return [(r[0], bool(r[1]), r[2], r[3]) for r in cur.fetchall()]
+
+
+def _morphemes(text: str, role: str) -> list[str]:
+    """The Japanese words of a message indexed for words (a JSON list: unnest's arrays cannot hold arrays)."""
+    return (japanese.terms(text) or []) if role in CONVERSATIONAL_ROLES else []
 
 
 def _refresh_counts(conn: Connection[Any], owner: str, tier: str, conv_id: str) -> None:

@@ -9,11 +9,12 @@ from typing import Any
 
 import psycopg
 import pytest
-from ghostmem import GhostMem, HashEmbedder
+from ghostmem import GhostMem, HashEmbedder, japanese
 from ghostmem.args import ListRecentConversationsArgs, SearchPersonalMemoryArgs
 from ghostmem.embed import Embedder
 from ghostmem.program import Program, Query, run_sync
 from ghostmem.search import (
+    SIMILARITY_FLOOR,
     list_recent_conversations,
     search_messages,
     search_personal_memory,
@@ -184,7 +185,7 @@ def _explaining(program: Program[Any], conn: Connection[Any], plans: list[str]) 
 def test_narrow_filter_still_fills_the_limit(gm: GhostMem, tmp_path: Path) -> None:
     """Few rows pass the filter: the HNSW scan must keep going (iterative scan) instead of stopping at ef_search."""
     _bulk(gm, tmp_path, n_big=300, n_small=8)
-    args = SearchPersonalMemoryArgs(query="routine deploy log again", project="tiny", limit=5, mode="vector")
+    args = SearchPersonalMemoryArgs(query="deploy of tiny", project="tiny", limit=5, mode="vector")
     result, plans = _run_forced(gm, search_personal_memory(gm.context, args), "enable_sort")
     assert "messages_embedding_hnsw" in plans[0]
     assert len(result.rows) == 5
@@ -241,6 +242,8 @@ def test_real_model_finds_meaning_without_shared_words(
         assert ids(gm.search_personal_memory("my young dog destroys footwear", mode="vector"))[0] == "pet"
         assert ids(gm.search_personal_memory("my young dog destroys footwear"))[0] == "pet"
         assert ids(gm.search_personal_memory("会話"))[0] == "jp"
+        # the similarity floor: nothing here is about this, and the model agrees
+        assert ids(gm.search_personal_memory("quantum chromodynamics on a lattice")) == []
 
 
 def test_a_long_query_is_bounded_and_still_finds(store: GhostMem) -> None:
@@ -252,9 +255,9 @@ def test_a_long_query_is_bounded_and_still_finds(store: GhostMem) -> None:
 
 def test_cjk_queries_rank_by_words() -> None:
     assert vector_weight("会話") == 0.0
-    assert vector_weight("2024年の会話") == 0.0  # digits say nothing about the language
-    assert vector_weight("What did Ann say?") == 1.0
-    assert 0.0 < vector_weight("running 会話") < 1.0
+    assert vector_weight("2024年の会話") == 0.0
+    assert vector_weight("Ein hypermoderner Dirigentを日本で言うと") == 0.0  # a quoted phrase in a Japanese query
+    assert vector_weight("What did Ann say in 2024?") == 1.0
 
 
 def test_a_filtered_vector_leg_is_shallower(gm: GhostMem, tmp_path: Path) -> None:
@@ -265,7 +268,7 @@ def test_a_filtered_vector_leg_is_shallower(gm: GhostMem, tmp_path: Path) -> Non
     def deepest(**kw: Any) -> int:
         args = SearchPersonalMemoryArgs(query="routine deploy log", mode="vector", limit=10, **kw)
         with gm.connection() as conn:
-            rows = run_sync(search_messages(gm.context, args, 100), conn, gm.embedder)
+            rows = run_sync(search_messages(gm.context, args, 100, floor=-1.0), conn, gm.embedder)
         return max(r["vec_rank"] for r in rows)
 
     assert deepest() == 100
@@ -286,3 +289,110 @@ def test_the_search_statement_is_planned_once_per_connection(gm: GhostMem, tmp_p
             ("%lex_terms%",),
         ).fetchall()
     assert rows and rows[0][0] >= 1 and rows[0][1] == 0
+
+
+# --- identifiers, scores and the similarity floor -------------------------------------------------------------
+
+
+def test_identifier_parts_are_lexemes(gm: GhostMem) -> None:
+    with gm.connection() as conn:
+        row = conn.execute(
+            "SELECT tsvector_to_array(ghostmem.lexemes(%s)), tsvector_to_array(ghostmem.lexemes(%s, true))",
+            ("run fibonacci.py, parseConfig in src/HTTPServer.ts and home_budget_calculator.py", "fibonacci"),
+        ).fetchone()
+    assert row is not None
+    doc, query = set(row[0]), set(row[1])
+    # the whole token stays (an exact search still matches), and its parts join it, stemmed like any word
+    assert {"fibonacci.py", "fibonacci", "py", "parseconfig", "pars", "config", "http", "server", "ts"} <= doc
+    assert {"home", "budget", "calcul", "home_budget_calculator.py"} <= doc
+    assert query == {"fibonacci"}
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("fibonacci", "fib"),
+        ("fibonacci.py", "fib"),
+        ("parse config", "cfg"),
+        ("home budget calculator", "budget"),
+        ("http server", "cfg"),
+    ],
+)
+def test_identifiers_are_found_by_their_parts(gm: GhostMem, tmp_path: Path, query: str, expected: str) -> None:
+    import_generic(
+        gm,
+        tmp_path / "code.jsonl",
+        [
+            conversation("fib", "a script", 1, ["please speed up fibonacci.py", "memoise it"]),
+            conversation("cfg", "settings", 1, ["parseConfig fails in src/HTTPServer.ts", "check the path"]),
+            conversation("budget", "money", 1, ["open home_budget_calculator.py", "done"]),
+            conversation("other", "lunch", 1, ["what should I cook tonight", "pasta"]),
+        ],
+    )
+    found = ids(gm.search_personal_memory(query, mode="lexical"))
+    assert found[0] == expected and "other" not in found
+
+
+def test_an_unrelated_query_returns_nothing_and_says_so_in_one_line(store: GhostMem) -> None:
+    for query in ("quantum chromodynamics lattice", "量子色力学"):
+        for mode in ("hybrid", "vector"):
+            result = store.search_personal_memory(query, mode=mode)
+            assert result.data.rows == []
+            assert len(result.text.splitlines()) == 1 and result.text.startswith("Nothing relevant")
+
+
+def test_scores_read_from_zero_to_one(store: GhostMem) -> None:
+    top = store.search_personal_memory("autovacuum running", explain=True).data.rows
+    assert top[0].conv_id == "pg"
+    assert top[0].explain is not None and top[0].explain["lexical_rank"] == top[0].explain["vector_rank"] == 1
+    assert top[0].score == pytest.approx(1.0)  # first by words and by meaning
+    for mode in ("lexical", "vector"):
+        first = store.search_personal_memory("autovacuum running", mode=mode).data.rows[0]
+        assert first.score == pytest.approx(1.0)
+    japanese = store.search_personal_memory("会話").data.rows  # the vector leg does not count: words alone
+    assert japanese[0].conv_id == "jp" and japanese[0].score == pytest.approx(1.0)
+    every = store.search_personal_memory("vacuum table food", limit=10).data.rows
+    assert every and all(0.0 < hit.score <= 1.0 for hit in every)
+    assert [h.score for h in every] == sorted((h.score for h in every), reverse=True)
+
+
+def test_conversations_only_the_vector_leg_found_far_away_are_not_returned(store: GhostMem) -> None:
+    args = SearchPersonalMemoryArgs(query="autovacuum running", mode="hybrid")
+    with store.connection() as conn:
+        floored = run_sync(search_messages(store.context, args, 50), conn, store.embedder)
+        unfloored = run_sync(search_messages(store.context, args, 50, floor=-1.0), conn, store.embedder)
+
+    def relevant(rows: list[dict[str, Any]]) -> set[str]:
+        return {
+            r["conv_id"] for r in rows if r["lex_rank"] is not None or 1 - r["vec_dist"] >= SIMILARITY_FLOOR
+        }
+
+    assert {r["conv_id"] for r in unfloored} - relevant(unfloored)  # there is padding to drop ...
+    assert {r["conv_id"] for r in floored} == relevant(unfloored)  # ... and only that is dropped
+    kept = {r["id"] for r in unfloored if r["conv_id"] in relevant(unfloored)}
+    assert {r["id"] for r in floored} == kept  # a kept conversation keeps all its fused messages
+
+
+# --- Japanese words (SudachiPy) -----------------------------------------------------------------------------
+
+
+@pytest.mark.skipif(not japanese.available(), reason="needs the [ja] extra (SudachiPy)")
+def test_japanese_words_are_stored_and_matched_across_inflections(gm: GhostMem, tmp_path: Path) -> None:
+    import_generic(
+        gm,
+        tmp_path / "ja.jsonl",
+        [
+            conversation("read", "読書", 1, ["昨日その本を読んだ", "面白かった?"]),
+            conversation("en", "english", 1, ["plain English text", "ok"]),
+        ],
+    )
+    with gm.connection() as conn:
+        stored = dict(
+            conn.execute(
+                "SELECT text, morphemes FROM ghostmem.messages WHERE owner = %s", (gm.owner,)
+            ).fetchall()
+        )
+    assert stored["昨日その本を読んだ"] == ["ja:其の", "ja:昨日", "ja:本", "ja:読む"]
+    assert stored["plain English text"] is None
+    # 読みます shares no character pair with 読んだ: only the normalised word 読む joins them
+    assert ids(gm.search_personal_memory("読みます", mode="lexical")) == ["read"]

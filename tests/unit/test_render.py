@@ -91,7 +91,7 @@ def _hit(i: int, text: str = "a match", explain: dict[str, object] | None = None
 
 def test_search_hit_shows_score_and_matches() -> None:
     lines = render.search_result(SearchResult(query="q", rows=[_hit(0)])).split("\n")
-    assert lines[0] == render.row_header(row(conv_id="c0")) + " score=0.5000"
+    assert lines[0] == render.row_header(row(conv_id="c0")) + " score=0.50"
     assert lines[2] == "  > #4 2026-03-01 09:05 user:Ann: a match"
 
 
