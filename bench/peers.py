@@ -29,7 +29,9 @@ they are for a store in use), every query timed server-side, then every query as
 (no query is timed right after a sequential scan through every vector, or right after another system's search).
 
 Quality: message-level recall@k of each vector search against the exact scan's top-k messages, and, for ghostmem
-(which returns conversations), conversation-level recall@k against the exact scan's k nearest conversations. A
+(which returns conversations), conversation-level recall@k against the exact scan's k nearest conversations within
+its similarity floor (ghostmem returns nothing farther; the peers have no floor and are compared with the k nearest
+conversations however far; a query with no conversation within the floor has no ghostmem recall). A
 hybrid result is not meant to equal the vector top-k; its overlap is reported for information. ``rows`` counts what
 came back: a filtered search that returns fewer than k rows although k exist has lost results.
 """
@@ -50,7 +52,7 @@ from typing import Any
 import psycopg
 from ghostmem import GhostMem
 from ghostmem.embed import Embedder, make_embedder
-from ghostmem.search import DEPTH_PER_LEG, vector_depth
+from ghostmem.search import DEPTH_PER_LEG, SIMILARITY_FLOOR, vector_depth
 from langchain_core.embeddings import Embeddings
 from psycopg import sql
 
@@ -328,10 +330,20 @@ def _langgraph_conn(dsn: str, clock: StatementClock | None) -> psycopg.Connectio
 # -- searching --------------------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class _Truth:
+    """The exact answer of one query: its k nearest messages and conversations, and the k nearest conversations
+    whose nearest message is within ghostmem's similarity floor (what ghostmem's vector search may return)."""
+
+    msg_ids: list[int]
+    conv_ids: list[str]
+    floored_conv_ids: list[str]
+
+
 def exact_neighbours(
     conn: psycopg.Connection[Any], vector: list[float], k: int, since: datetime | None
-) -> tuple[float, list[int], list[str]]:
-    """The exact k nearest messages and k nearest conversations (one sequential scan), and its time."""
+) -> tuple[float, _Truth]:
+    """The exact k nearest messages and conversations (one sequential scan), and its time."""
     where = sql.SQL("owner = %s AND embedding IS NOT NULL")
     params: list[Any] = [corpus.OWNER]
     if since is not None:
@@ -347,13 +359,12 @@ def exact_neighbours(
         rows = conn.execute(q, [str(vector), *params, k * 50]).fetchall()
         elapsed = time.perf_counter() - t0
     ids = [int(r[0]) for r in rows[:k]]
-    convs: list[str] = []
-    for r in rows:
-        if r[1] not in convs:
-            convs.append(r[1])
-        if len(convs) == k:
-            break
-    return elapsed, ids, convs
+
+    def nearest_conversations(max_dist: float) -> list[str]:
+        return list(dict.fromkeys(r[1] for r in rows if r[2] <= max_dist))[:k]
+
+    truth = _Truth(ids, nearest_conversations(2.0), nearest_conversations(1.0 - SIMILARITY_FLOOR))
+    return elapsed, truth
 
 
 def _recall(found: Sequence[Any], truth: Sequence[Any]) -> float | None:
@@ -433,11 +444,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 acc: dict[str, dict[str, list[Any]]] = {}
                 # The quality reference first, in a pass of its own: a sequential scan through every vector
                 # leaves the caches unlike what the searches see, and no system is timed right after it.
-                truth: dict[str, tuple[list[int], list[str]]] = {}
+                truth: dict[str, _Truth] = {}
                 for q in queries:
-                    t_exact, exact_ids, exact_convs = exact_neighbours(exact_conn, vectors[q], k, since)
-                    truth[q] = (exact_ids, exact_convs)
-                    _add(acc, "exact scan", server=t_exact, rows=len(exact_ids))
+                    t_exact, truth[q] = exact_neighbours(exact_conn, vectors[q], k, since)
+                    _add(acc, "exact scan", server=t_exact, rows=len(truth[q].msg_ids))
                 systems: list[_System] = []
                 for mode in ("hybrid", "vector"):
                     systems.append(
@@ -477,6 +487,9 @@ class _System:
     name: str
     server: Callable[[str], tuple[float, _Found]]
     call: Callable[[str], object]
+    floored: bool = (
+        False  # returns nothing farther than ghostmem's similarity floor (compared with that truth)
+    )
 
 
 @dataclass(frozen=True)
@@ -486,9 +499,7 @@ class _Found:
     msg_ids: list[int] | None = None  # message-level results (vector searches of messages)
 
 
-def _measure(
-    system: _System, queries: list[str], truth: dict[str, tuple[list[int], list[str]]], acc: dict[str, Any]
-) -> None:
+def _measure(system: _System, queries: list[str], truth: dict[str, _Truth], acc: dict[str, Any]) -> None:
     """A system alone: every query once to warm the caches, every query timed server-side (with recall), then
     every query as a whole call."""
     for q in queries:
@@ -497,14 +508,15 @@ def _measure(
         system.call(q)
     for q in queries:
         srv, found = system.server(q)
-        exact_ids, exact_convs = truth[q]
+        exact = truth[q]
+        convs = exact.floored_conv_ids if system.floored else exact.conv_ids
         values: dict[str, Any] = {
             "server": srv,
             "rows": found.rows,
-            "conv_recall": _recall(list(dict.fromkeys(found.conv_ids)), exact_convs),
+            "conv_recall": _recall(list(dict.fromkeys(found.conv_ids)), convs),
         }
         if found.msg_ids is not None:
-            values["msg_recall"] = _recall(found.msg_ids, exact_ids)
+            values["msg_recall"] = _recall(found.msg_ids, exact.msg_ids)
         _add(acc, system.name, **values)
     for q in queries:
         t0 = time.perf_counter()
@@ -519,7 +531,10 @@ def _ghostmem_system(gm: GhostMem, mode: str, base: dict[str, Any], precomputed:
         return srv, _Found(rows=len(convs), conv_ids=convs)
 
     return _System(
-        f"ghostmem {mode}", server, lambda q: gm.run("search_personal_memory", {"query": q, **base})
+        f"ghostmem {mode}",
+        server,
+        lambda q: gm.run("search_personal_memory", {"query": q, **base}),
+        floored=True,
     )
 
 
