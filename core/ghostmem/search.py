@@ -69,7 +69,7 @@ HNSW_MAX_SCAN_TUPLES = 100000
 SPEAKER_BONUS = 0.005
 # A message only the vector leg found is returned when its cosine similarity to the query is at least this
 # (calibrated on the retrieval data sets, see docs/search.md): below it, MiniLM neighbours are padding.
-SIMILARITY_FLOOR = 0.4
+SIMILARITY_FLOOR = 0.2
 
 _ROW_COLUMNS = sql.SQL(
     "c.conv_id, c.tier, c.platform, c.started_at, c.ended_at, c.title, c.project, c.topic, c.cluster, "

@@ -43,7 +43,8 @@ class TestGhostMemRetrieverStandard(_Bound, RetrieversIntegrationTests):
 
     @property
     def retriever_query_example(self) -> str:
-        return "database migrations and tokens"
+        # The standard tests ask for k = 3 documents: three conversations must be relevant (search pads nothing).
+        return "database migrations, vault tokens and a guanciale recipe"
 
 
 class TestGhostMemoryRetrieverStandard(_Bound, RetrieversIntegrationTests):

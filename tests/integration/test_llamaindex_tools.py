@@ -83,7 +83,7 @@ def test_spec_lists_every_operation_and_read_only_drops_writers(gm: GhostMem) ->
 
 def test_retriever_returns_scored_nodes(gm: GhostMem) -> None:
     ids = seed_conversations(gm)
-    nodes = GhostMemRetriever(gm, similarity_top_k=2).retrieve("carbonara guanciale")
+    nodes = GhostMemRetriever(gm, similarity_top_k=2).retrieve("carbonara guanciale or vault")
     assert len(nodes) == 2
     assert nodes[0].node.node_id == ids["carbonara"]
     assert "guanciale" in nodes[0].node.get_content()

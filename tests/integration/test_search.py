@@ -256,7 +256,9 @@ def test_a_long_query_is_bounded_and_still_finds(store: GhostMem) -> None:
 def test_cjk_queries_rank_by_words() -> None:
     assert vector_weight("会話") == 0.0
     assert vector_weight("2024年の会話") == 0.0
-    assert vector_weight("Ein hypermoderner Dirigentを日本で言うと") == 0.0  # a quoted phrase in a Japanese query
+    assert (
+        vector_weight("Ein hypermoderner Dirigentを日本で言うと") == 0.0
+    )  # a quoted phrase in a Japanese query
     assert vector_weight("What did Ann say in 2024?") == 1.0
 
 
@@ -318,7 +320,9 @@ def test_identifier_parts_are_lexemes(gm: GhostMem) -> None:
         ("http server", "cfg"),
     ],
 )
-def test_identifiers_are_found_by_their_parts(gm: GhostMem, tmp_path: Path, query: str, expected: str) -> None:
+def test_identifiers_are_found_by_their_parts(
+    gm: GhostMem, tmp_path: Path, query: str, expected: str
+) -> None:
     import_generic(
         gm,
         tmp_path / "code.jsonl",
