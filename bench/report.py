@@ -539,7 +539,7 @@ def floor_section(runs: list[dict[str, Any]]) -> str:
         out.append(
             f"### {r['dataset']} ({r.get('split', 'all')}): {r['present']} answerable, {r['absent']} absent\n"
         )
-        out.append(f"Reproduce: `{r['command']}`.\n")
+        out.append(f"Reproduce: `{_eval_command(r['command'])}`.\n")
         metric = next(k for k in r["floors"][0] if "@" in k)
         out.append(
             _table(
