@@ -26,6 +26,7 @@ LAYERS: dict[str, int] = {
     **dict.fromkeys(
         [
             "embed",
+            "japanese",
             "program",
             "args",
             "render",
