@@ -26,7 +26,7 @@ from ghostmem.records import MessageRecord, Platform, Role
 from llama_index.core.llms import ChatMessage, MessageRole, TextBlock
 from llama_index.core.storage.chat_store.base import BaseChatStore
 from llama_index.core.storage.chat_store.base_db import AsyncDBChatStore, MessageStatus
-from pydantic import ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 PLATFORM: Platform = "llamaindex"
 _ROLES: dict[str, Role] = {
@@ -41,19 +41,8 @@ _ROLES: dict[str, Role] = {
 }
 
 
-class GhostMemChatStore(Closes, BaseChatStore):
-    """A LlamaIndex chat store kept in ghostmem's personal memory (use it with ``ChatMemoryBuffer``).
-
-    Example::
-
-        store = GhostMemChatStore(GhostMem(), owner="alice", project="webapp")
-        memory = ChatMemoryBuffer.from_defaults(chat_store=store, chat_store_key="support-42")
-
-    Args:
-        store: a :class:`~ghostmem.GhostMem`, a DSN, or ``None`` (embedded server / ``GHOSTMEM_DSN``).
-        owner: whose memory.
-        project: the project these conversations are about.
-    """
+class _BoundStore(Closes, BaseModel):
+    """What both chat stores hold: the binding to a store (and its owner) and the project they record for."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
@@ -70,7 +59,22 @@ class GhostMemChatStore(Closes, BaseChatStore):
         binding: Binding | None = None,
     ) -> None:
         binding = binding or Binding(store, owner=owner, embedder=embedder)
-        super().__init__(binding=binding, project=project)  # type: ignore[call-arg]  # pydantic fields
+        super().__init__(binding=binding, project=project)
+
+
+class GhostMemChatStore(_BoundStore, BaseChatStore):
+    """A LlamaIndex chat store kept in ghostmem's personal memory (use it with ``ChatMemoryBuffer``).
+
+    Example::
+
+        store = GhostMemChatStore(GhostMem(), owner="alice", project="webapp")
+        memory = ChatMemoryBuffer.from_defaults(chat_store=store, chat_store_key="support-42")
+
+    Args:
+        store: a :class:`~ghostmem.GhostMem`, a DSN, or ``None`` (embedded server / ``GHOSTMEM_DSN``).
+        owner: whose memory.
+        project: the project these conversations are about.
+    """
 
     @classmethod
     def class_name(cls) -> str:
@@ -154,7 +158,7 @@ def _kept_block(block: dict[str, Any]) -> dict[str, Any]:
     return {"block_type": "text", "text": describe(str(block.get("block_type", "media")), ref)}
 
 
-class GhostMemMemoryStore(Closes, AsyncDBChatStore):
+class GhostMemMemoryStore(_BoundStore, AsyncDBChatStore):
     """The chat store of LlamaIndex's ``Memory``, kept in ghostmem's personal memory.
 
     ``Memory.from_defaults(chat_store=...)`` keeps its short-term queue here: a session is a conversation (its
@@ -168,23 +172,6 @@ class GhostMemMemoryStore(Closes, AsyncDBChatStore):
         memory = Memory.from_defaults(session_id="support-42", chat_store=GhostMemMemoryStore(GhostMem()),
                                       memory_blocks=[GhostMemMemoryBlock(GhostMem())])
     """
-
-    model_config = ConfigDict(arbitrary_types_allowed=True)
-
-    binding: Binding = Field(exclude=True, repr=False)
-    project: str | None = None
-
-    def __init__(
-        self,
-        store: GhostMem | str | None = None,
-        *,
-        owner: str | None = None,
-        project: str | None = None,
-        embedder: Embedder | str | None = None,
-        binding: Binding | None = None,
-    ) -> None:
-        binding = binding or Binding(store, owner=owner, embedder=embedder)
-        super().__init__(binding=binding, project=project)  # type: ignore[call-arg]  # pydantic fields
 
     @classmethod
     def class_name(cls) -> str:
