@@ -6,10 +6,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ghostmem import GhostMem, db
+from ghostmem.binding import identity_named
 from langchain_core.messages import BaseMessage
 
 from langchain_ghostmem.messages import to_record
-from langchain_ghostmem.middleware import PLATFORM, owner_named
+from langchain_ghostmem.middleware import PLATFORM
 
 
 @dataclass(slots=True)
@@ -70,7 +71,7 @@ def import_langgraph_checkpoints(
             if not all(isinstance(m, BaseMessage) for m in messages):
                 report.problems.append(f"thread {thread}: its messages are not LangChain messages; skipped")
                 continue
-            owner = owner_named(latest.metadata.get(owner_key)) or store.owner  # type: ignore[union-attr]
+            owner = identity_named(latest.metadata.get(owner_key)) or store.owner  # type: ignore[union-attr]
             result = store.capture_sync(
                 thread,
                 [to_record(m) for m in messages],

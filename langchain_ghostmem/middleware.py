@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from ghostmem import GhostMem
 from ghostmem.binding import Binding
 from ghostmem.embed import Embedder
-from ghostmem.errors import InvalidArgument
 from ghostmem.records import Platform
 from ghostmem.store import SaveResult
 from langchain.agents.middleware import AgentMiddleware, AgentState
@@ -20,13 +19,6 @@ from langgraph.runtime import Runtime
 from langchain_ghostmem.messages import to_record
 
 PLATFORM: Platform = "langgraph"
-
-
-def owner_named(value: object) -> str | None:
-    """The owner a call's ``user_id`` (or other key) names: a non-empty string or an integer id, else None."""
-    if isinstance(value, bool) or not isinstance(value, str | int) or not str(value).strip():
-        return None
-    return str(value)
 
 
 class GhostMemCaptureMiddleware(AgentMiddleware):
@@ -67,27 +59,14 @@ class GhostMemCaptureMiddleware(AgentMiddleware):
         binding: Binding | None = None,
     ) -> None:
         super().__init__()
-        self.binding = binding or Binding(store, owner=owner, embedder=embedder)
-        self.owner_key = owner_key
+        self.binding = binding or Binding(store, owner=owner, embedder=embedder, owner_key=owner_key)
         self.project = project
 
     def owner_of_call(self, runtime: Runtime[Any] | None = None) -> str:
         """Whose memory the running call writes (see the class docstring)."""
-        configurable: Mapping[str, Any] = get_config().get("configurable") or {}
+        configurable = get_config().get("configurable")
         context = runtime.context if runtime is not None else None
-        owner = configurable.get(self.owner_key)
-        if owner is None and context is not None:
-            owner = (
-                context.get(self.owner_key)
-                if isinstance(context, Mapping)
-                else getattr(context, self.owner_key, None)
-            )
-        if owner is None:
-            return self.binding.owner
-        named = owner_named(owner)
-        if named is None:
-            raise InvalidArgument(f"The call's {self.owner_key!r} must be a non-empty string, not {owner!r}.")
-        return named
+        return self.binding.context_for(configurable, context).owner
 
     def capture(self, messages: Sequence[BaseMessage], runtime: Runtime[Any] | None = None) -> SaveResult:
         """Sync ``messages`` (the thread's whole list) to the running call's conversation."""

@@ -104,21 +104,22 @@ class Binding:
     def current_project(self) -> str | None:
         return self.context.current_project
 
-    def context_for(self, configurable: Mapping[str, Any] | None) -> OpContext:
-        """The context of one call: the owner (and, with ``project_key``, the project) its configuration names,
-        else the binding's. The application sets these, never the model."""
-        if not configurable:
-            return self.context
+    def context_for(self, *sources: Any) -> OpContext:
+        """The context of one call: the owner (and, with ``project_key``, the project) named by the first of
+        ``sources`` that names one, else the binding's. A source is a mapping or an object with attributes: a
+        call's ``configurable``, LangGraph's runtime ``context``, a LlamaIndex workflow's store, the caller an MCP
+        token authenticated. The application sets these, never the model."""
         changes: dict[str, Any] = {}
         for key, field in ((self.owner_key, "owner"), (self.project_key, "current_project")):
-            if key is None or configurable.get(key) is None:
+            value = None if key is None else _first_named(sources, key)
+            if value is None:
                 continue
-            value = configurable[key]
-            if not isinstance(value, str) or not value.strip():
+            named = identity_named(value)
+            if named is None:
                 raise InvalidArgument(
-                    f"the call's configurable {key!r} must be a non-empty string (got {type(value).__name__})"
+                    f"the call's {key!r} must be a non-empty string or an integer id (got {value!r:.40})"
                 )
-            changes[field] = value.strip()
+            changes[field] = named
         return dataclasses.replace(self.context, **changes) if changes else self.context
 
     def args_model(self, spec: OpSpec[Any, Any]) -> type[OpArgs]:
@@ -196,6 +197,25 @@ class Closes:
 
     async def aclose(self) -> None:
         await self.binding.aclose()
+
+
+def identity_named(value: object) -> str | None:
+    """The owner or project a call's ``user_id`` (or other key) names: a non-empty string (stripped) or an integer
+    id, else None."""
+    if isinstance(value, bool) or not isinstance(value, str | int) or not str(value).strip():
+        return None
+    return str(value).strip()
+
+
+def _first_named(sources: Iterable[Any], key: str) -> Any:
+    """The value of ``key`` in the first source that has one (mappings by item, other objects by attribute)."""
+    for source in sources:
+        if source is None:
+            continue
+        value = source.get(key) if isinstance(source, Mapping) else getattr(source, key, None)
+        if value is not None:
+            return value
+    return None
 
 
 def _allowed_scopes(given: Iterable[str] | None, project: str | None) -> frozenset[str] | None:

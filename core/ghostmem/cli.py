@@ -345,20 +345,35 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     import anyio
 
     from ghostmem.binding import Binding
-    from ghostmem.mcp import resolve_token, serve_http, serve_stdio
+    from ghostmem.mcp import resolve_callers, serve_http, serve_stdio
 
-    if args.token is not None and not args.http:
+    if (args.token is not None or args.tokens is not None) and not args.http:
         raise GhostMemError(
-            "--token protects --http; a stdio server is private to the process that started it"
+            "--token and --tokens protect --http; a stdio server is private to the process that started it"
         )
-    token = resolve_token(args.token) if args.http else None
     binding = Binding(
         store(args), current_project=args.project, strict=args.strict, allowed_scopes=args.allow_scope
     )
     if args.http:
-        anyio.run(serve_http, binding, args.port, args.read_only, token)
+        callers = resolve_callers(args.token, args.tokens, binding.owner)
+        anyio.run(serve_http, binding, args.port, args.read_only, callers)
     else:
         anyio.run(serve_stdio, binding, args.read_only)
+    return 0
+
+
+@command("mcp-token")
+def cmd_mcp_token(args: argparse.Namespace) -> int:
+    """Make a bearer token for OWNER, append its hash to the tokens file, print the token once."""
+    from ghostmem.mcp import add_token
+
+    token = add_token(Path(args.tokens), args.token_owner)
+    emit(
+        args,
+        f"{token}\n(the token of {args.token_owner!r} for `ghostmem mcp --http --tokens {args.tokens}`; "
+        "only its hash is stored: keep it now)",
+        {"owner": args.token_owner, "token": token, "tokens_file": args.tokens},
+    )
     return 0
 
 
@@ -493,6 +508,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --http: callers must send 'Authorization: Bearer TOKEN' (default: $GHOSTMEM_MCP_TOKEN)",
     )
     p.add_argument(
+        "--tokens",
+        default=None,
+        metavar="FILE",
+        help="with --http: each caller's token names its owner, from FILE's 'OWNER sha256:HASH' lines "
+        "(see mcp-token; default: $GHOSTMEM_MCP_TOKENS)",
+    )
+    p.add_argument(
         "--allow-scope",
         action="append",
         choices=["global", "project", "shared-restricted"],
@@ -500,6 +522,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="a ghost-memory scope the model may write (repeat; default with --project: project only)",
     )
 
+    p = sub.add_parser(
+        "mcp-token",
+        parents=[common],
+        help="make a bearer token for an owner of 'mcp --http --tokens FILE' (its hash appended to FILE)",
+    )
+    p.add_argument("token_owner", metavar="OWNER", help="whose memory the token's caller reads and writes")
+    p.add_argument("--tokens", required=True, metavar="FILE", help="the tokens file (created if missing)")
     p = sub.add_parser(
         "grant-project",
         parents=[common],

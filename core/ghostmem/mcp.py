@@ -7,9 +7,12 @@ or an unknown id is a tool error with one sentence the model can act on.
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import logging
 import os
+import secrets
+from pathlib import Path
 from typing import Any
 
 from ghostmem import __version__
@@ -50,8 +53,12 @@ def tools(binding: Binding, *, read_only: bool = False) -> list[types.Tool]:
     ]
 
 
-def build_server(binding: Binding, *, read_only: bool = False) -> Server[Any]:
-    """An MCP server over ``binding`` (whose owner and bound project the model cannot change)."""
+def build_server(binding: Binding, *, read_only: bool = False, per_caller: bool = False) -> Server[Any]:
+    """An MCP server over ``binding`` (whose owner and bound project the model cannot change).
+
+    With ``per_caller`` every call runs for the owner :class:`BearerTokenAuth` authenticated the HTTP request as
+    (never the binding's owner, never an argument: the tools' schemas have no owner and refuse unknown
+    arguments); a call that reaches the server without one is refused."""
     listed = tools(binding, read_only=read_only)
     served = {tool.name: OPS_BY_NAME[tool.name] for tool in listed}
     schemas = {tool.name: tool.input_schema for tool in listed}
@@ -67,8 +74,12 @@ def build_server(binding: Binding, *, read_only: bool = False) -> Server[Any]:
         spec = served.get(params.name)
         if spec is None:
             return _error(f"unknown tool {params.name!r}; known: {', '.join(served)}")
+        caller = _caller(ctx)
+        if per_caller and caller is None:
+            return _error("this server serves each caller's own memory: authenticate with your bearer token")
         try:
-            result = await binding.arun(spec, params.arguments)
+            context = binding.context_for({binding.owner_key: caller} if caller is not None else None)
+            result = await binding.arun(spec, params.arguments, context)
         except GhostMemError as exc:
             return _error(str(exc))
         return types.CallToolResult(
@@ -86,6 +97,13 @@ def build_server(binding: Binding, *, read_only: bool = False) -> Server[Any]:
     )
 
 
+def _caller(ctx: ServerRequestContext[Any]) -> str | None:
+    """The owner the HTTP request was authenticated as (by :class:`BearerTokenAuth`); None over stdio."""
+    scope = getattr(ctx.request, "scope", None)
+    owner = scope.get(OWNER_SCOPE_KEY) if isinstance(scope, dict) else None
+    return owner if isinstance(owner, str) else None
+
+
 def _error(message: str) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(type="text", text=message)], is_error=True)
 
@@ -101,15 +119,16 @@ async def serve_stdio(binding: Binding, read_only: bool = False) -> None:
 
 
 async def serve_http(
-    binding: Binding, port: int = DEFAULT_PORT, read_only: bool = False, token: str | None = None
+    binding: Binding, port: int = DEFAULT_PORT, read_only: bool = False, callers: Callers | None = None
 ) -> None:
     """Serve streamable HTTP at ``http://127.0.0.1:<port>/mcp`` (loopback only: the tools read private memory);
-    with ``token``, only to callers that send it as a bearer token."""
+    with ``callers``, only to requests carrying one of their bearer tokens, each for its token's owner."""
     import uvicorn
 
-    app: Any = build_server(binding, read_only=read_only).streamable_http_app(host=LOOPBACK)
-    if token is not None:
-        app = BearerTokenAuth(app, token)
+    server = build_server(binding, read_only=read_only, per_caller=callers is not None)
+    app: Any = server.streamable_http_app(host=LOOPBACK)
+    if callers is not None:
+        app = BearerTokenAuth(app, callers)
     config = uvicorn.Config(app, host=LOOPBACK, port=port, log_level="warning", lifespan="on")
     logger.info("ghostmem MCP server at http://%s:%d/mcp", LOOPBACK, port)
     try:
@@ -118,11 +137,14 @@ async def serve_http(
         await binding.aclose()
 
 
-# -- the bearer token ---------------------------------------------------------------------------------------------
+# -- bearer tokens: who is calling, and so whose memory -------------------------------------------------------------
 
 TOKEN_ENV = "GHOSTMEM_MCP_TOKEN"
+TOKENS_ENV = "GHOSTMEM_MCP_TOKENS"
 MIN_TOKEN_CHARS = 16
+OWNER_SCOPE_KEY = "ghostmem.owner"
 _UNAUTHORIZED = b"ghostmem: this MCP server needs its token: send the header Authorization: Bearer <token>\n"
+_HASH_PREFIX = "sha256:"
 
 
 def resolve_token(explicit: str | None) -> str | None:
@@ -131,27 +153,137 @@ def resolve_token(explicit: str | None) -> str | None:
     if token is not None and len(token.strip()) < MIN_TOKEN_CHARS:
         raise GhostMemError(
             f"the MCP token must be at least {MIN_TOKEN_CHARS} characters (a short one can be guessed): make one "
-            "with `python -c 'import secrets; print(secrets.token_urlsafe(32))'`"
+            "with `ghostmem mcp-token OWNER` or `python -c 'import secrets; print(secrets.token_urlsafe(32))'`"
         )
     return token.strip() if token is not None else None
 
 
-class BearerTokenAuth:
-    """ASGI middleware: every HTTP (and websocket) request must carry ``Authorization: Bearer <token>``; anything
-    else is answered 401 before it reaches the MCP server. The comparison takes the same time wherever the
-    candidate differs (``hmac.compare_digest``), so the token cannot be found one character at a time.
+def resolve_callers(token: str | None, tokens_file: str | None, owner: str) -> Callers | None:
+    """Who may call an HTTP server: a tokens file (``--tokens``, else ``GHOSTMEM_MCP_TOKENS``), each token for its
+    owner; else one token (``--token``, else ``GHOSTMEM_MCP_TOKEN``) for ``owner``; else anyone, as ``owner``."""
+    path = tokens_file if tokens_file is not None else os.environ.get(TOKENS_ENV) or None
+    if path is not None:
+        if token is not None:
+            raise GhostMemError("give --token (one owner) or --tokens (a token per owner), not both")
+        return Callers(path=Path(path))
+    single = resolve_token(token)
+    return Callers(token=single, owner=owner) if single is not None else None
 
-    It checks one token, which stands for the server's one owner. Serving several owners by token (each caller
-    authenticated as its owner) replaces ``_authorized`` with a lookup that compares the candidate against every
-    token and passes the matching owner on in the ASGI scope.
+
+def token_hash(token: str) -> str:
+    """What a tokens file stores of a token: ``sha256:<hex>`` (a leaked file does not hold the tokens; they are
+    random, so a fast hash cannot be searched back)."""
+    return _HASH_PREFIX + hashlib.sha256(token.strip().encode("utf-8")).hexdigest()
+
+
+class Callers:
+    """The owners a server's callers are, by the hash of their bearer token.
+
+    Either one token for one owner (``--token`` / ``GHOSTMEM_MCP_TOKEN`` and the server's ``--owner``), or a
+    tokens file an operator keeps (``--tokens FILE`` / ``GHOSTMEM_MCP_TOKENS``): one ``OWNER sha256:HEX`` line per
+    token (``ghostmem mcp-token OWNER --tokens FILE`` appends one), ``#`` comments and blank lines allowed. The
+    file is read again when it changes, so a token is added or revoked without restarting the server; a file
+    that stops parsing refuses every caller until it is fixed (a revoked token never comes back by mistake).
     """
 
-    def __init__(self, app: Any, token: str) -> None:
+    def __init__(
+        self, *, token: str | None = None, owner: str | None = None, path: Path | None = None
+    ) -> None:
+        self.path = path
+        self._stamp: tuple[int, int] | None = None
+        self._owners: list[tuple[bytes, str]] = []
+        if token is not None:
+            if owner is None:
+                raise GhostMemError("a single MCP token needs the owner it stands for")
+            self._owners = [(token_hash(token).encode(), owner)]
+        elif path is not None:
+            self._owners = _read_tokens(path)
+            self._stamp = _stamp(path)
+
+    def owner_of(self, candidate: bytes) -> str | None:
+        """The owner whose token ``candidate`` is, or None. Every entry is compared, each in constant time, so
+        neither a token nor how many entries match can be found by timing."""
+        digest = (_HASH_PREFIX + hashlib.sha256(candidate.strip()).hexdigest()).encode()
+        found = None
+        for hashed, owner in self._current():
+            if hmac.compare_digest(digest, hashed):
+                found = owner
+        return found
+
+    def _current(self) -> list[tuple[bytes, str]]:
+        if self.path is None:
+            return self._owners
+        try:
+            stamp = _stamp(self.path)
+            if stamp != self._stamp:
+                self._owners, self._stamp = _read_tokens(self.path), stamp
+        except (OSError, GhostMemError) as exc:
+            logger.error("refusing every MCP caller until the tokens file reads again: %s", exc)
+            self._owners, self._stamp = [], None
+        return self._owners
+
+
+def _stamp(path: Path) -> tuple[int, int]:
+    info = path.stat()
+    return info.st_mtime_ns, info.st_size
+
+
+def _read_tokens(path: Path) -> list[tuple[bytes, str]]:
+    """The ``(hash, owner)`` entries of a tokens file; a malformed line is one sentence with file:line."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise GhostMemError(f"cannot read the MCP tokens file {path}: {exc}") from exc
+    entries: dict[str, str] = {}
+    for number, line in enumerate(lines, 1):
+        text = line.split("#", 1)[0].strip()
+        if not text:
+            continue
+        parts = text.split()
+        hashed = parts[-1].lower() if len(parts) == 2 else ""
+        if not (hashed.startswith(_HASH_PREFIX) and _is_sha256(hashed[len(_HASH_PREFIX) :])):
+            raise GhostMemError(
+                f"{path}:{number}: expected 'OWNER sha256:<64 hex digits>' (make one with `ghostmem mcp-token OWNER "
+                f"--tokens {path}`)"
+            )
+        if hashed in entries:
+            raise GhostMemError(f"{path}:{number}: this token is already listed (for {entries[hashed]!r})")
+        entries[hashed] = parts[0]
+    return [(hashed.encode(), owner) for hashed, owner in entries.items()]
+
+
+def _is_sha256(text: str) -> bool:
+    return len(text) == 64 and all(c in "0123456789abcdef" for c in text)
+
+
+def add_token(path: Path, owner: str) -> str:
+    """Make a new random token for ``owner``, append its hash to the tokens file ``path`` (created readable by its
+    owner only) and return the token, which is shown this once and stored nowhere."""
+    if not owner.strip() or any(c.isspace() for c in owner) or "#" in owner:
+        raise GhostMemError(f"an owner in the MCP tokens file has no spaces or '#' (got {owner!r})")
+    if path.exists():
+        _read_tokens(path)  # refuse to append to a file the server would refuse
+    token = secrets.token_urlsafe(32)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    with os.fdopen(fd, "a", encoding="utf-8") as out:
+        out.write(f"{owner} {token_hash(token)}\n")
+    return token
+
+
+class BearerTokenAuth:
+    """ASGI middleware: every HTTP (and websocket) request must carry ``Authorization: Bearer <token>`` of one of
+    the :class:`Callers`; anything else is answered 401 before it reaches the MCP server. The owner the token
+    stands for goes on in the request's ASGI scope (``ghostmem.owner``), where the tools read whose memory a call
+    is for: per request, so a session started with one token and continued with another runs for the other.
+    """
+
+    def __init__(self, app: Any, callers: Callers) -> None:
         self.app = app
-        self._token = token.encode("utf-8")
+        self.callers = callers
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] in ("http", "websocket") and not self._authorized(scope):
+        owner = self._owner(scope) if scope["type"] in ("http", "websocket") else None
+        if scope["type"] in ("http", "websocket") and owner is None:
             logger.warning("refused an MCP request without a valid bearer token")
             if scope["type"] == "websocket":
                 await send({"type": "websocket.close", "code": 1008})
@@ -169,11 +301,15 @@ class BearerTokenAuth:
             )
             await send({"type": "http.response.body", "body": _UNAUTHORIZED})
             return
+        if owner is not None:
+            scope = {**scope, OWNER_SCOPE_KEY: owner}
         await self.app(scope, receive, send)
 
-    def _authorized(self, scope: dict[str, Any]) -> bool:
+    def _owner(self, scope: dict[str, Any]) -> str | None:
         values = [v for k, v in scope.get("headers", []) if k.lower() == b"authorization"]
         if len(values) != 1:
-            return False
+            return None
         scheme, _, candidate = values[0].partition(b" ")
-        return scheme.lower() == b"bearer" and hmac.compare_digest(candidate.strip(), self._token)
+        if scheme.lower() != b"bearer" or not candidate.strip():
+            return None
+        return self.callers.owner_of(candidate)

@@ -154,7 +154,7 @@ def test_owner_comes_from_the_context_and_a_thread_less_run_gets_its_own_id(gm: 
     assert [r.conv_id for r in rows] == ["run-q1"]
     assert gm.list_recent_conversations(days=1).data.rows == []
     for bad in ({"user_id": ""}, {"user_id": ["alice"]}):
-        with pytest.raises(InvalidArgument, match="must be a non-empty string"):
+        with pytest.raises(InvalidArgument, match="must be a non-empty string or an integer id"):
             _in_a_call(GhostMemCaptureMiddleware(gm), messages, {"thread_id": "t", **bad})  # type: ignore[dict-item]
 
 

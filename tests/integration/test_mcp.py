@@ -7,15 +7,17 @@ import socket
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import httpx
 import httpx2
 import pytest
 from ghostmem import OPS, GhostMem
 from ghostmem.binding import Binding
-from ghostmem.mcp import build_server
+from ghostmem.mcp import build_server, token_hash
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
@@ -62,11 +64,13 @@ def _free_port() -> int:
 
 
 @contextmanager
-def _http_server(gm: GhostMem, pg_dsn: str, env: dict[str, str] | None = None) -> Iterator[str]:
+def _http_server(
+    gm: GhostMem, pg_dsn: str, env: dict[str, str] | None = None, *, args: tuple[str, ...] = ()
+) -> Iterator[str]:
     port = _free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "ghostmem.cli", "mcp", "--http", "--port", str(port), "--dsn", pg_dsn,
-         "--owner", gm.owner, "--project", "webapp"],
+         "--owner", gm.owner, "--project", "webapp", *args],
         env={**_env(), **(env or {})},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -192,4 +196,141 @@ def test_token_is_checked_before_the_server_starts(gm: GhostMem, pg_dsn: str) ->
         short.returncode == 2 and "at least 16 characters" in short.stderr and "Traceback" not in short.stderr
     )
     stdio = ghostmem("mcp", "--token", TOKEN, "--dsn", pg_dsn, env={"GHOSTMEM_EMBED_MODEL": "hash"})
-    assert stdio.returncode == 2 and "--token protects --http" in stdio.stderr
+    assert stdio.returncode == 2 and "protect --http" in stdio.stderr
+    both = ghostmem(
+        "mcp", "--http", "--token", TOKEN, "--tokens", "/nonexistent", "--dsn", pg_dsn,
+        env={"GHOSTMEM_EMBED_MODEL": "hash"},
+    )  # fmt: skip
+    assert both.returncode == 2 and "not both" in both.stderr
+
+
+def _token(path: Path, owner: str) -> str:
+    """A token made by ``ghostmem mcp-token`` as an operator makes one (the first line it prints)."""
+    made = ghostmem("mcp-token", owner, "--tokens", str(path))
+    assert made.returncode == 0, made.stderr
+    return made.stdout.splitlines()[0]
+
+
+def _mcp_client(url: str, token: str) -> Client:
+    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=120)
+    return Client(streamable_http_client(url, http_client=http))
+
+
+async def test_http_server_with_a_tokens_file_serves_each_caller_its_own_memory(
+    gm: GhostMem, pg_dsn: str, tmp_path: Path
+) -> None:
+    """One server, a token per owner: each caller reads and writes only its own memory, whatever it sends as
+    arguments or session; the file holds hashes only; a revoked token is refused without a restart."""
+    alice, bob = f"alice-{uuid.uuid4().hex[:6]}", f"bob-{uuid.uuid4().hex[:6]}"
+    tokens = tmp_path / "tokens"
+    alice_token, bob_token = _token(tokens, alice), _token(tokens, bob)
+    stored = tokens.read_text()
+    assert alice_token not in stored and bob_token not in stored and token_hash(alice_token) in stored
+    assert tokens.stat().st_mode & 0o077 == 0
+    with GhostMem(dsn=pg_dsn, owner=alice, embedder=gm.embedder) as alice_gm:
+        seed_conversations(alice_gm)
+    secret = "Alice's deploy key rotates on Fridays."
+
+    with _http_server(gm, pg_dsn, args=("--tokens", str(tokens))) as url:
+        async with _mcp_client(url, alice_token) as client:
+            wrote = await client.call_tool("remember", {"content": secret, "scope": "project"})
+            assert not wrote.is_error, wrote.content
+            assert (
+                len(
+                    (await client.call_tool("list_recent_conversations", {"days": 7})).structured_content[
+                        "rows"
+                    ]
+                )
+                == 4
+            )
+        async with _mcp_client(url, bob_token) as client:
+            mine = await client.call_tool("search_ghost_memories", {"query": "deploy key rotates"})
+            assert not mine.is_error and mine.structured_content["rows"] == []
+            recent = await client.call_tool("list_recent_conversations", {"days": 7})
+            assert recent.structured_content["rows"] == []  # neither alice's nor the server's --owner's
+            for claim in ({"owner": alice}, {"user_id": alice}, {"_meta": {"user_id": alice}}):
+                refused = await client.call_tool("search_ghost_memories", {"query": "deploy key", **claim})
+                assert refused.is_error and secret not in refused.content[0].text, claim
+            bobs = await client.call_tool("remember", {"content": "Bob prefers tabs.", "scope": "project"})
+            assert not bobs.is_error
+
+        headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+        search = {
+            "jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"name": "search_ghost_memories", "arguments": {"query": "deploy key rotates"}},
+        }  # fmt: skip
+        with httpx.Client(timeout=60) as http:
+            # alice's session continued with bob's token runs for bob: the owner is the request's, not the session's
+            opened = http.post(
+                url, headers={**headers, "Authorization": f"Bearer {alice_token}"}, json=INITIALIZE
+            )
+            session = {
+                "mcp-session-id": opened.headers["mcp-session-id"],
+                "mcp-protocol-version": "2025-06-18",
+            }
+            http.post(
+                url, headers={**headers, **session, "Authorization": f"Bearer {alice_token}"},
+                json={"jsonrpc": "2.0", "method": "notifications/initialized"},
+            )  # fmt: skip
+            hijack = http.post(
+                url, headers={**headers, **session, "Authorization": f"Bearer {bob_token}"}, json=search
+            )
+            assert hijack.is_success and "rotates on Fridays" not in hijack.text, hijack.text
+            as_alice = http.post(
+                url, headers={**headers, **session, "Authorization": f"Bearer {alice_token}"}, json=search
+            )
+            assert "rotates on Fridays" in as_alice.text
+            # what a reader of the tokens file (or of a log) could try: the hash as the token, the owner's name
+            for wrong in (
+                token_hash(alice_token),
+                token_hash(alice_token).removeprefix("sha256:"),
+                alice,
+                alice_token[:-1],
+            ):
+                assert (
+                    http.post(
+                        url, headers={**headers, "Authorization": f"Bearer {wrong}"}, json=INITIALIZE
+                    ).status_code
+                    == 401
+                )
+            # revoking alice (her line removed) refuses her next request, with no restart; bob still gets in
+            tokens.write_text(
+                "".join(line + "\n" for line in stored.splitlines() if not line.startswith(alice))
+            )
+            assert (
+                http.post(
+                    url, headers={**headers, "Authorization": f"Bearer {alice_token}"}, json=INITIALIZE
+                ).status_code
+                == 401
+            )
+            assert http.post(
+                url, headers={**headers, "Authorization": f"Bearer {bob_token}"}, json=INITIALIZE
+            ).is_success
+            # a file that stops parsing refuses everyone until it is fixed
+            tokens.write_text(stored + "not a valid line\n")
+            assert (
+                http.post(
+                    url, headers={**headers, "Authorization": f"Bearer {bob_token}"}, json=INITIALIZE
+                ).status_code
+                == 401
+            )
+
+    with GhostMem(dsn=pg_dsn, owner=alice, embedder=gm.embedder) as alice_gm:
+        assert [
+            r.content for r in alice_gm.search_ghost_memories(query="", current_project="webapp").data.rows
+        ] == [secret]
+    assert gm.search_ghost_memories(query="", current_project="webapp").data.rows == []
+
+
+def test_a_malformed_tokens_file_is_refused_with_its_line(gm: GhostMem, pg_dsn: str, tmp_path: Path) -> None:
+    tokens = tmp_path / "tokens"
+    tokens.write_text(f"# operators\nalice {token_hash('x' * 32)}\nbob s3cret-in-clear-text\n")
+    bad = ghostmem(
+        "mcp", "--http", "--tokens", str(tokens), "--dsn", pg_dsn, env={"GHOSTMEM_EMBED_MODEL": "hash"}
+    )
+    assert bad.returncode == 2 and f"{tokens}:3: expected 'OWNER sha256:" in bad.stderr
+    assert "Traceback" not in bad.stderr
+    again = ghostmem("mcp-token", "carol", "--tokens", str(tokens))
+    assert again.returncode == 2 and f"{tokens}:3" in again.stderr and "carol" not in tokens.read_text()
+    spaced = ghostmem("mcp-token", "carol smith", "--tokens", str(tmp_path / "other"))
+    assert spaced.returncode == 2 and "no spaces" in spaced.stderr

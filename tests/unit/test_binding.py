@@ -66,8 +66,9 @@ def test_a_calls_configuration_names_its_owner_and_project() -> None:
     call = binding.context_for({"user_id": " alice ", "project_id": "webapp"})
     assert (call.owner, call.current_project, call.allowed_scopes) == ("alice", "webapp", {"project"})
     assert "current_project" not in binding.json_schema(get_op("search_ghost_memories"))["properties"]
-    for bad in ("", "  ", 42):
-        with pytest.raises(InvalidArgument, match="configurable 'user_id' must be a non-empty string"):
+    assert binding.context_for({"user_id": 42}).owner == "42"  # an application's integer user id
+    for bad in ("", "  ", True, 4.2, ["alice"], {"id": "alice"}):
+        with pytest.raises(InvalidArgument, match="'user_id' must be a non-empty string or an integer id"):
             binding.context_for({"user_id": bad})
     with pytest.raises(InvalidArgument, match="must not contain NUL"):
         binding.context_for({"user_id": "a\x00b"})
