@@ -152,17 +152,20 @@ def _embed_ghosts(conn: Connection[Any], embedder: Embedder, batch: int = 256) -
     while True:
         with conn.transaction():
             rows = conn.execute(
-                "SELECT memory_id, content FROM agent.ghost_memories WHERE embedding IS NULL ORDER BY memory_id "
-                "LIMIT %s",
+                "SELECT memory_id, owner, content FROM agent.ghost_memories WHERE embedding IS NULL"
+                " ORDER BY memory_id LIMIT %s",
                 (batch,),
             ).fetchall()
             if not rows:
                 return done
             db.use_vectors(conn)
-            vectors = embedder.embed_documents([content for _, content in rows])
+            vectors = embedder.embed_documents([content for _, _, content in rows])
             with conn.cursor() as cur:
                 cur.executemany(
-                    "UPDATE agent.ghost_memories SET embedding = %s::vector WHERE memory_id = %s",
-                    [(db.vector(vec), memory_id) for (memory_id, _), vec in zip(rows, vectors, strict=True)],
+                    "UPDATE agent.ghost_memories SET embedding = %s::vector WHERE memory_id = %s AND owner = %s",
+                    [
+                        (db.vector(vec), memory_id, owner)
+                        for (memory_id, owner, _), vec in zip(rows, vectors, strict=True)
+                    ],
                 )
             done += len(rows)

@@ -251,7 +251,7 @@ def save_conversation(
         messages_new=sum(1 for r in rows if r[1]),
     )
     if embedder is not None:
-        embed_messages(conn, embedder, [(r[0], r[2]) for r in rows if r[3] in CONVERSATIONAL_ROLES])
+        embed_messages(conn, owner, embedder, [(r[0], r[2]) for r in rows if r[3] in CONVERSATIONAL_ROLES])
     # always: a caller may have deleted messages before saving (live capture shortening a thread); the row is
     # only written when a count or the snippet really changed
     _refresh_counts(conn, owner, tier, record.conv_id)
@@ -454,8 +454,10 @@ def _refresh_counts(conn: Connection[Any], owner: str, tier: str, conv_id: str) 
     )
 
 
-def embed_messages(conn: Connection[Any], embedder: Embedder, rows: Iterable[tuple[int, str]]) -> int:
-    """Give messages (id, text) their vectors; each distinct text is embedded once, ever (cache by hash).
+def embed_messages(
+    conn: Connection[Any], owner: str, embedder: Embedder, rows: Iterable[tuple[int, str]]
+) -> int:
+    """Give the owner's messages (id, text) their vectors; each distinct text is embedded once, ever (cache by hash).
 
     Returns how many messages got a vector. Texts not worth embedding are left without one.
     """
@@ -496,9 +498,9 @@ def embed_messages(conn: Connection[Any], embedder: Embedder, rows: Iterable[tup
         UPDATE ghostmem.messages m SET embedding = c.embedding
         FROM unnest(%s::bigint[], %s::bytea[]) AS u(id, h)
         JOIN ghostmem.embedding_cache c ON c.model = %s AND c.content_hash = u.h
-        WHERE m.id = u.id
+        WHERE m.owner = %s AND m.id = u.id
         """,
-        (ids, hashes, embedder.name),
+        (ids, hashes, embedder.name, owner),
     )
     return len(ids)
 
@@ -533,7 +535,7 @@ def embed_pending(
             if not rows:
                 return done
             last_id = rows[-1][0]
-            count = embed_messages(conn, embedder, rows)
+            count = embed_messages(conn, owner, embedder, rows)
         done += count
         if progress is not None:
             progress(len(rows))

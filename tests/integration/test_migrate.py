@@ -1,6 +1,7 @@
 """Migrations against a real server: applied once and recorded, by two processes at once, a dimension mismatch
-explained, nothing to create once the schema is current, and an existing store (migrated to 050, holding data)
-upgraded with its data and its rankings unchanged."""
+explained, nothing to create once the schema is current, and an existing store (migrated to 050, or to the last
+version before 100_owner_keys rewrote the keys, holding data of two owners) upgraded with its data and its rankings
+unchanged."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from support.databases import fresh_database
 
 RUNTIME = "ghostmem_runtime"
 LANDED = 50  # the last migration of the first release: stores in the wild are at least this far
+BEFORE_OWNER_KEYS = 99  # everything before 100_owner_keys, which puts the owner into every key
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
@@ -180,38 +182,68 @@ def _rankings(conn: psycopg.Connection[Any], owner: str) -> list[list[tuple[int,
     return out
 
 
-def test_a_store_at_050_with_data_upgrades_to_the_current_schema(empty_dsn: str) -> None:
-    owner = f"upgrade-{uuid.uuid4().hex[:8]}"
+def _counts(conn: psycopg.Connection[Any]) -> tuple[Any, ...]:
+    row = conn.execute(
+        "SELECT (SELECT count(*) FROM ghostmem.messages), (SELECT count(*) FROM ghostmem.conversations),"
+        " (SELECT count(*) FROM agent.ghost_memories), (SELECT count(*) FROM agent.ghost_feedback),"
+        " (SELECT sum(activation_count + overview_count) FROM agent.ghost_memories)"
+    ).fetchone()
+    assert row is not None
+    return tuple(row)
+
+
+@pytest.mark.parametrize("landed", [LANDED, BEFORE_OWNER_KEYS])
+def test_a_landed_store_with_data_upgrades_to_the_current_schema(empty_dsn: str, landed: int) -> None:
+    owner, other = f"upgrade-{uuid.uuid4().hex[:8]}", f"other-{uuid.uuid4().hex[:8]}"
     with psycopg.connect(empty_dsn, autocommit=True) as conn:
-        landed = migrations.migrate(conn, 384, "hash", RUNTIME, upto=LANDED)
-        assert landed[-1] == "050_clusters"
+        done = migrations.migrate(conn, 384, "hash", RUNTIME, upto=landed)
+        assert int(done[-1][:3]) <= landed
         ids = _fill_a_landed_store(conn, owner)
-        before = _rankings(conn, owner)
-        counts = conn.execute(
-            "SELECT (SELECT count(*) FROM ghostmem.messages), (SELECT count(*) FROM agent.ghost_feedback),"
-            " (SELECT sum(activation_count + overview_count) FROM agent.ghost_memories)"
-        ).fetchone()
+        _fill_a_landed_store(conn, other)  # same texts, ids of its own: the upgrade must not mix the two
+        retired = None
+        # a retired memory keeps its feedback as JSON (081), written here before feedback had an owner
+        if landed >= 81:
+            retired = ids[1]
+            conn.execute(
+                "SELECT agent.retire_memory_at(%s, %s, 'alpha', %s, 'superseded')",
+                (T0 + timedelta(days=30), owner, retired),
+            )
+        before = {o: _rankings(conn, o) for o in (owner, other)}
+        counts = _counts(conn)
 
         upgraded = migrations.migrate(conn, 384, "hash", RUNTIME)
-        assert upgraded == [f"{m.version:03d}_{m.name}" for m in migrations.available() if m.version > LANDED]
+        assert upgraded == [f"{m.version:03d}_{m.name}" for m in migrations.available() if m.version > landed]
         assert upgraded, "nothing to upgrade: this test would prove nothing"
         assert migrations.is_current(conn)
-        after = _rankings(conn, owner)
-        assert (
-            conn.execute(
-                "SELECT (SELECT count(*) FROM ghostmem.messages), (SELECT count(*) FROM agent.ghost_feedback),"
-                " (SELECT sum(activation_count + overview_count) FROM agent.ghost_memories)"
+        after = {o: _rankings(conn, o) for o in (owner, other)}
+        assert _counts(conn) == counts
+        # every feedback row belongs to its memory's owner (100 filled the column it added)
+        assert conn.execute(
+            "SELECT count(*) FILTER (WHERE f.owner = m.owner), count(*) FROM agent.ghost_feedback f"
+            " JOIN agent.ghost_memories m USING (memory_id)"
+        ).fetchone() == (counts[3], counts[3])
+        if retired is not None:  # the operator brings it back with its feedback, retired before the upgrade
+            feedback = conn.execute(
+                "SELECT jsonb_array_length(feedback) FROM agent.retired_ghosts WHERE owner = %s AND memory_id = %s",
+                (owner, retired),
             ).fetchone()
-            == counts
-        )
+            assert feedback is not None and feedback[0] > 0
+            conn.execute(
+                "SELECT agent.restore_memory(%s, %s, %s::vector)", (owner, retired, _vec("restored"))
+            )
+            assert conn.execute(
+                "SELECT count(*), min(owner), max(owner) FROM agent.ghost_feedback WHERE memory_id = %s",
+                (retired,),
+            ).fetchone() == (feedback[0], owner, owner)
 
-    assert len(after) == len(before) and any(len(r) > 1 for r in before)
-    for old, new in zip(before, after, strict=True):
-        assert [m for m, _, _ in new] == [m for m, _, _ in old]
-        for (_, old_score, old_terms), (_, new_score, new_terms) in zip(old, new, strict=True):
-            assert new_score == pytest.approx(old_score, abs=1e-12)
-            assert new_terms.keys() == old_terms.keys()
-            assert all(new_terms[k] == pytest.approx(old_terms[k], abs=1e-12) for k in old_terms)
+    for o in (owner, other):
+        assert len(after[o]) == len(before[o]) and any(len(r) > 1 for r in before[o])
+        for old, new in zip(before[o], after[o], strict=True):
+            assert [m for m, _, _ in new] == [m for m, _, _ in old]
+            for (_, old_score, old_terms), (_, new_score, new_terms) in zip(old, new, strict=True):
+                assert new_score == pytest.approx(old_score, abs=1e-12)
+                assert new_terms.keys() == old_terms.keys()
+                assert all(new_terms[k] == pytest.approx(old_terms[k], abs=1e-12) for k in old_terms)
 
     # the upgraded store serves every surface as it did
     with GhostMem(dsn=empty_dsn, owner=owner, embedder=HashEmbedder(), current_project="alpha") as gm:
