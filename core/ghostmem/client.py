@@ -3,7 +3,9 @@
 Connecting is lazy: the first call resolves the DSN (starting the embedded server if no DSN is set), migrates the
 schema and opens a pool — once, however many calls arrive at the same time (a lock guards it). Each operation runs
 in one transaction on one pooled connection (see :func:`ghostmem.db.checkout`). An application may pass its own
-open pool (``pool=``); ghostmem borrows its connections and never closes it.
+open pool (``pool=``); ghostmem borrows its connections and never closes it. With a standby (``read_dsn=`` or
+``read_pool=``), the operations that only read run there and everything else on the primary
+(:mod:`ghostmem.db.replica`).
 
 Besides the operations, the client carries thin methods for the jobs around them, each handing its connection,
 owner and embedder to the module that does the work: importing, embedding, enriching, forgetting and watching
@@ -16,23 +18,24 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from pgvector.psycopg import register_vector
-from psycopg import Connection
+from psycopg import AsyncConnection, Connection
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 from pydantic import BaseModel
 
 from ghostmem import db
 from ghostmem.config import Settings
 from ghostmem.context import OpContext
+from ghostmem.db.replica import AsyncStandby, Missed, Standby
 from ghostmem.embed import Embedder, make_embedder
 from ghostmem.errors import InvalidArgument, translated
 from ghostmem.op_methods import AsyncOps, SyncOps
-from ghostmem.ops import OpResult, OpSpec, get_op
+from ghostmem.ops import Effect, OpResult, OpSpec, get_op
 from ghostmem.program import run_async, run_sync
 
 if TYPE_CHECKING:
@@ -57,9 +60,17 @@ class _Base:
             parameters, or with ``dsn`` when given. ghostmem never closes it.
         pool_min_size, pool_max_size, pool_timeout: the pool ghostmem opens itself (else
             ``GHOSTMEM_POOL_MIN_SIZE`` / ``GHOSTMEM_POOL_MAX_SIZE`` / ``GHOSTMEM_POOL_TIMEOUT``).
+        read_dsn: a streaming-replication standby of the primary for the operations that only read (else
+            ``GHOSTMEM_READ_DSN``); ``read_pool``: an application's open pool on one, instead. Its pool has the
+            primary's sizes.
+        read_wait, read_retry: seconds a read waits for the standby (a connection, or its replay of this client's
+            last write) before it runs on the primary, and seconds a standby that failed or fell behind is left
+            alone (else ``GHOSTMEM_READ_WAIT`` / ``GHOSTMEM_READ_RETRY``; see :mod:`ghostmem.db.replica`).
     """
 
     _pool_class: type[Any]
+    _standby_class: Callable[[Settings, Any], Standby | AsyncStandby]
+    _standby: Standby | AsyncStandby | None
 
     def __init__(
         self,
@@ -74,12 +85,19 @@ class _Base:
         pool_min_size: int | None = None,
         pool_max_size: int | None = None,
         pool_timeout: float | None = None,
+        read_dsn: Any = None,
+        read_pool: ConnectionPool | AsyncConnectionPool | None = None,
+        read_wait: float | None = None,
+        read_retry: float | None = None,
     ) -> None:
-        if pool is not None and not isinstance(pool, self._pool_class):
-            raise InvalidArgument(
-                f"{type(self).__name__}(pool=...) takes a psycopg_pool.{self._pool_class.__name__} "
-                f"(got a {type(pool).__name__})"
-            )
+        for name, given in (("pool", pool), ("read_pool", read_pool)):
+            if given is not None and not isinstance(given, self._pool_class):
+                raise InvalidArgument(
+                    f"{type(self).__name__}({name}=...) takes a psycopg_pool.{self._pool_class.__name__} "
+                    f"(got a {type(given).__name__})"
+                )
+        if read_dsn is not None and read_pool is not None:
+            raise InvalidArgument(f"{type(self).__name__} takes read_dsn=... or read_pool=..., not both")
         self.settings = settings or Settings.from_env(
             dsn=dsn if dsn is not None or pool is None else db.pool_dsn(pool),
             owner=owner,
@@ -88,6 +106,9 @@ class _Base:
             pool_min_size=pool_min_size,
             pool_max_size=pool_max_size,
             pool_timeout=pool_timeout,
+            read_dsn=read_dsn,
+            read_wait=read_wait,
+            read_retry=read_retry,
         )
         self._embedder: Embedder | None = (
             embedder if embedder is not None and not isinstance(embedder, str) else None
@@ -100,6 +121,8 @@ class _Base:
         self._dsn: str | None = None
         self._given_pool = pool
         self._migrated = False
+        wanted = read_pool is not None or self.settings.read_dsn is not None
+        self._standby = self._standby_class(self.settings, read_pool) if wanted else None
 
     @property
     def owner(self) -> str:
@@ -137,6 +160,9 @@ class _Base:
         with translated(), db.connect(self._prepare()) as conn:
             register_vector(conn)
             yield conn
+            if self._standby is not None:
+                conn.commit()
+                self._standby.route.saw_on(conn)
 
     def _reembed(self, embedder: Embedder | str) -> dict[str, Any]:
         from ghostmem.reembed import reembed
@@ -156,6 +182,8 @@ class GhostMem(_Base, SyncOps):
 
     _pool_class = ConnectionPool
     _pool: ConnectionPool | None = None
+    _standby_class = Standby
+    _standby: Standby | None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -168,21 +196,23 @@ class GhostMem(_Base, SyncOps):
 
     @property
     def pool(self) -> ConnectionPool:
-        """The pool, opened on first use (by one thread; the others wait for it)."""
+        """The primary's pool, opened on first use (by one thread; the others wait for it)."""
         if self._pool is None:
             with self._lock:
                 if self._pool is None:
                     dsn = self._prepare()
                     given = self._given_pool
-                    self._pool = (
-                        given if isinstance(given, ConnectionPool) else db.open_pool(dsn, self.settings)
-                    )
+                    pool = given if isinstance(given, ConnectionPool) else db.open_pool(dsn, self.settings)
+                    if self._standby is not None:  # reads wait for the standby to hold what is there now
+                        with db.checkout(pool, committed=self._standby.saw):
+                            pass
+                    self._pool = pool
         return self._pool
 
     @contextmanager
     def connection(self) -> Iterator[Connection[Any]]:
-        """A pooled connection; commits on exit, rolls back on error."""
-        with db.checkout(self.pool) as conn:
+        """A pooled connection to the primary; commits on exit, rolls back on error."""
+        with db.checkout(self.pool, committed=None if self._standby is None else self._standby.saw) as conn:
             yield conn
 
     def run(
@@ -196,9 +226,26 @@ class GhostMem(_Base, SyncOps):
         what the application bound) replaces the store's own for this call."""
         spec = get_op(name)
         args = self._args(spec, arguments)
-        with self.connection() as conn:
-            data = run_sync(spec.program(context or self.context, args), conn, self.embedder)
+        ctx = context or self.context
+
+        def work(conn: Connection[Any]) -> Any:
+            return run_sync(spec.program(ctx, args), conn, self.embedder)
+
+        data = self._read(work) if spec.effect is Effect.READS else None
+        if data is None:
+            with self.connection() as conn:
+                data = work(conn)
         return OpResult(spec.name, spec.render(data), data)
+
+    def _read(self, work: Callable[[Connection[Any]], T]) -> T | None:
+        """``work`` done on the standby; None when there is none or it cannot serve now."""
+        if self._standby is None:
+            return None
+        self.pool  # noqa: B018 - connected to the primary first (migrated, its position noted)
+        try:
+            return self._standby.serve(work)
+        except Missed:
+            return None
 
     # -- maintenance: see ghostmem.maintenance ----------------------------------------------------------------
 
@@ -447,11 +494,13 @@ class GhostMem(_Base, SyncOps):
             return capture.conversation_ids(conn, owner or self.owner, platform)
 
     def close(self) -> None:
-        """Close the pool ghostmem opened (a pool passed in stays open); the next call opens a new one."""
+        """Close the pools ghostmem opened (a pool passed in stays open); the next call opens new ones."""
         with self._lock:
             pool, self._pool = self._pool, None
         if pool is not None and pool is not self._given_pool:
             pool.close()
+        if self._standby is not None:
+            self._standby.close()
 
     def __enter__(self) -> GhostMem:
         return self
@@ -465,6 +514,8 @@ class AsyncGhostMem(_Base, AsyncOps):
 
     _pool_class = AsyncConnectionPool
     _pool: AsyncConnectionPool | None = None
+    _standby_class = AsyncStandby
+    _standby: AsyncStandby | None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -475,17 +526,21 @@ class AsyncGhostMem(_Base, AsyncOps):
         return self
 
     async def apool(self) -> AsyncConnectionPool:
-        """The pool, opened on first use (by one task; the others wait for it)."""
+        """The primary's pool, opened on first use (by one task; the others wait for it)."""
         if self._pool is None:
             async with self._lock:
                 if self._pool is None:
                     dsn = await asyncio.to_thread(self._prepare)
                     given = self._given_pool
-                    self._pool = (
+                    pool = (
                         given
                         if isinstance(given, AsyncConnectionPool)
                         else await db.open_async_pool(dsn, self.settings)
                     )
+                    if self._standby is not None:  # reads wait for the standby to hold what is there now
+                        async with db.acheckout(pool, committed=self._standby.saw):
+                            pass
+                    self._pool = pool
         return self._pool
 
     async def run(
@@ -497,9 +552,29 @@ class AsyncGhostMem(_Base, AsyncOps):
     ) -> OpResult[Any]:
         spec = get_op(name)
         args = self._args(spec, arguments)
-        async with db.acheckout(await self.apool()) as conn:
-            data = await run_async(spec.program(context or self.context, args), conn, self.embedder)
+        ctx = context or self.context
+
+        async def work(conn: AsyncConnection[Any]) -> Any:
+            return await run_async(spec.program(ctx, args), conn, self.embedder)
+
+        data = await self._read(work) if spec.effect is Effect.READS else None
+        if data is None:
+            pool = await self.apool()
+            async with db.acheckout(
+                pool, committed=None if self._standby is None else self._standby.saw
+            ) as conn:
+                data = await work(conn)
         return OpResult(spec.name, spec.render(data), data)
+
+    async def _read(self, work: Callable[[AsyncConnection[Any]], Awaitable[T]]) -> T | None:
+        """See :meth:`GhostMem._read`."""
+        if self._standby is None:
+            return None
+        await self.apool()
+        try:
+            return await self._standby.serve(work)
+        except Missed:
+            return None
 
     # -- maintenance: the same jobs as GhostMem's, in a worker thread on a connection of their own --------------
 
@@ -587,11 +662,13 @@ class AsyncGhostMem(_Base, AsyncOps):
         return await asyncio.to_thread(self._reembed, embedder)
 
     async def close(self) -> None:
-        """Close the pool ghostmem opened (a pool passed in stays open); the next call opens a new one."""
+        """Close the pools ghostmem opened (a pool passed in stays open); the next call opens new ones."""
         async with self._lock:
             pool, self._pool = self._pool, None
         if pool is not None and pool is not self._given_pool:
             await pool.close()
+        if self._standby is not None:
+            await self._standby.close()
 
     async def __aenter__(self) -> AsyncGhostMem:
         return self

@@ -4,8 +4,11 @@ Environment: ``GHOSTMEM_DSN`` (any Postgres; unset = the embedded server), ``GHO
 embedded server and import state), ``GHOSTMEM_EMBED_MODEL`` (a sentence-transformers model name or path, or
 ``hash`` for the deterministic test embedder), ``GHOSTMEM_OWNER`` (whose memory this is), and the connection
 pool's ``GHOSTMEM_POOL_MIN_SIZE`` / ``GHOSTMEM_POOL_MAX_SIZE`` (connections kept open / at most) and
-``GHOSTMEM_POOL_TIMEOUT`` (seconds a call waits for a connection before it fails with one sentence). The embedded
-server also reads ``GHOSTMEM_SHARED_BUFFERS`` when it starts (see :mod:`ghostmem.db.server`).
+``GHOSTMEM_POOL_TIMEOUT`` (seconds a call waits for a connection before it fails with one sentence). Reads may go
+to a streaming-replication standby: ``GHOSTMEM_READ_DSN``, ``GHOSTMEM_READ_WAIT`` (seconds a read waits for the
+standby before it goes to the primary) and ``GHOSTMEM_READ_RETRY`` (seconds a standby that failed or fell behind is
+left alone; see :mod:`ghostmem.db.replica`). The embedded server also reads ``GHOSTMEM_SHARED_BUFFERS`` when it
+starts (see :mod:`ghostmem.db.server`).
 
 A DSN may be a libpq connection string or URL, or a SQLAlchemy URL (``postgresql+psycopg://``,
 ``postgresql+psycopg2://``, ``postgres://``): :func:`normalize_dsn` turns the latter into the former, so the URL an
@@ -31,6 +34,8 @@ EMBEDDED_DATABASE = "ghostmem"
 DEFAULT_POOL_MIN_SIZE = 1
 DEFAULT_POOL_MAX_SIZE = 8
 DEFAULT_POOL_TIMEOUT = 10.0
+DEFAULT_READ_WAIT = 0.25
+DEFAULT_READ_RETRY = 5.0
 
 # A SQLAlchemy URL's scheme: the dialect, optionally "+driver" (postgresql+psycopg, postgres+asyncpg, ...).
 _SQLALCHEMY_SCHEME = re.compile(r"^postgres(?:ql)?(?:\+[a-z0-9_]+)?://", re.IGNORECASE)
@@ -56,6 +61,9 @@ class Settings:
     pool_min_size: int = DEFAULT_POOL_MIN_SIZE
     pool_max_size: int = DEFAULT_POOL_MAX_SIZE
     pool_timeout: float = DEFAULT_POOL_TIMEOUT
+    read_dsn: str | None = None
+    read_wait: float = DEFAULT_READ_WAIT
+    read_retry: float = DEFAULT_READ_RETRY
 
     @classmethod
     def from_env(
@@ -68,6 +76,9 @@ class Settings:
         pool_min_size: int | None = None,
         pool_max_size: int | None = None,
         pool_timeout: float | None = None,
+        read_dsn: Any = None,
+        read_wait: float | None = None,
+        read_retry: float | None = None,
     ) -> Settings:
         """Explicit arguments win over the environment, which wins over the defaults.
 
@@ -80,9 +91,9 @@ class Settings:
                 f"the pool sizes must satisfy 0 <= min ({min_size}) <= max ({max_size}) and max >= 1: fix "
                 "pool_min_size / pool_max_size (or GHOSTMEM_POOL_MIN_SIZE / GHOSTMEM_POOL_MAX_SIZE)"
             )
-        timeout = _number("GHOSTMEM_POOL_TIMEOUT", pool_timeout, DEFAULT_POOL_TIMEOUT, float)
-        if not timeout > 0:
-            raise InvalidArgument(f"the pool timeout must be a positive number of seconds (got {timeout})")
+        timeout = _seconds("GHOSTMEM_POOL_TIMEOUT", pool_timeout, DEFAULT_POOL_TIMEOUT, "pool_timeout")
+        wait = _seconds("GHOSTMEM_READ_WAIT", read_wait, DEFAULT_READ_WAIT, "read_wait")
+        retry = _seconds("GHOSTMEM_READ_RETRY", read_retry, DEFAULT_READ_RETRY, "read_retry")
         return cls(
             dsn=normalize_dsn(dsn or os.environ.get("GHOSTMEM_DSN") or None),
             home=Path(home).expanduser() if home else default_home(),
@@ -92,6 +103,9 @@ class Settings:
             pool_min_size=min_size,
             pool_max_size=max_size,
             pool_timeout=timeout,
+            read_dsn=normalize_dsn(read_dsn or os.environ.get("GHOSTMEM_READ_DSN") or None),
+            read_wait=wait,
+            read_retry=retry,
         )
 
 
@@ -112,6 +126,14 @@ def normalize_dsn(dsn: Any) -> str | None:
             "pass an open psycopg pool as pool=..."
         )
     return _SQLALCHEMY_SCHEME.sub("postgresql://", dsn.strip(), count=1)
+
+
+def _seconds(env: str, given: float | None, default: float, what: str) -> float:
+    """A positive number of seconds from ``given``, the environment or ``default``."""
+    value: float = _number(env, given, default, float)
+    if not value > 0:
+        raise InvalidArgument(f"{what} (or {env}) must be a positive number of seconds (got {value})")
+    return value
 
 
 def _number(env: str, given: Any, default: Any, kind: type[Any]) -> Any:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any, Generic, TypeVar, cast
 
 from pydantic import BaseModel, ValidationError, create_model
@@ -55,6 +56,20 @@ class OpResult(Generic[R]):
         return {"op": self.op, "text": self.text, "data": self.data.model_dump(mode="json")}
 
 
+class Effect(Enum):
+    """What an operation does to the database: the one fact that decides where it may run.
+
+    ``READS``: reads stored memory and nothing else; ``RECORDS_USE``: reads, and records that it returned what it
+    did (ghost ranking's use counts); ``WRITES``: changes stored memory. Only ``READS`` may run on a read replica
+    (a standby applies nothing but the primary's changes); the others run on the primary. A read-only MCP server
+    or toolkit leaves out ``WRITES`` only: recording use is not changing what is remembered.
+    """
+
+    READS = "reads"
+    RECORDS_USE = "records use"
+    WRITES = "writes"
+
+
 @dataclass(frozen=True)
 class OpSpec(Generic[A, R]):
     """One operation: what a model sees (name, description, args schema) and how it runs."""
@@ -66,10 +81,15 @@ class OpSpec(Generic[A, R]):
     program: Callable[[OpContext, A], Program[R]]
     render: Callable[[R], str]
     cli_name: str
+    effect: Effect
     cli_positional: tuple[str, ...] = ()
-    writes: bool = False
     bindable: frozenset[str] = field(default_factory=frozenset)
     cli_aliases: Mapping[str, str] = field(default_factory=dict)  # field → an extra, shorter CLI flag
+
+    @property
+    def writes(self) -> bool:
+        """Whether it changes stored memory (a read-only server leaves it out)."""
+        return self.effect is Effect.WRITES
 
     def parse(self, arguments: Mapping[str, Any] | A | None) -> A:
         """Validate raw arguments into the args model; a bad argument raises :class:`InvalidArgument`."""
@@ -145,6 +165,7 @@ OPS: tuple[OpSpec[Any, Any], ...] = (
         program=search.search_personal_memory,
         render=render.search_result,
         cli_name="search",
+        effect=Effect.READS,
         cli_positional=("query",),
     ),
     OpSpec(
@@ -159,6 +180,7 @@ OPS: tuple[OpSpec[Any, Any], ...] = (
         program=search.get_conversation,
         render=render.thread,
         cli_name="show",
+        effect=Effect.READS,
         cli_positional=("conv_id",),
     ),
     OpSpec(
@@ -172,6 +194,7 @@ OPS: tuple[OpSpec[Any, Any], ...] = (
         program=search.list_recent_conversations,
         render=render.conversation_list,
         cli_name="recent",
+        effect=Effect.READS,
     ),
     OpSpec(
         name="list_project_conversations",
@@ -184,6 +207,7 @@ OPS: tuple[OpSpec[Any, Any], ...] = (
         program=search.list_project_conversations,
         render=render.conversation_list,
         cli_name="project",
+        effect=Effect.READS,
         cli_positional=("project",),
     ),
     OpSpec(
@@ -198,6 +222,7 @@ OPS: tuple[OpSpec[Any, Any], ...] = (
         program=search.get_conversation_summary,
         render=render.summary,
         cli_name="summary",
+        effect=Effect.READS,
         cli_positional=("conv_id",),
     ),
     OpSpec(
@@ -214,6 +239,7 @@ OPS: tuple[OpSpec[Any, Any], ...] = (
         render=render.ghost_list,
         cli_name="ghosts",
         cli_positional=("query",),
+        effect=Effect.RECORDS_USE,
         bindable=frozenset({"current_project"}),
         cli_aliases={"current_project": "--project"},
     ),
@@ -231,7 +257,7 @@ OPS: tuple[OpSpec[Any, Any], ...] = (
         render=render.remember_result,
         cli_name="remember",
         cli_positional=("content",),
-        writes=True,
+        effect=Effect.WRITES,
         bindable=frozenset({"project", "allowlist"}),
     ),
     OpSpec(
@@ -247,7 +273,7 @@ OPS: tuple[OpSpec[Any, Any], ...] = (
         render=render.feedback_result,
         cli_name="feedback",
         cli_positional=("memory_id", "signal"),
-        writes=True,
+        effect=Effect.WRITES,
     ),
     OpSpec(
         name="update_memory",
@@ -262,7 +288,7 @@ OPS: tuple[OpSpec[Any, Any], ...] = (
         render=render.memory_change,
         cli_name="update-memory",
         cli_positional=("memory_id", "content"),
-        writes=True,
+        effect=Effect.WRITES,
     ),
     OpSpec(
         name="retire_memory",
@@ -277,7 +303,7 @@ OPS: tuple[OpSpec[Any, Any], ...] = (
         render=render.memory_change,
         cli_name="retire-memory",
         cli_positional=("memory_id",),
-        writes=True,
+        effect=Effect.WRITES,
     ),
 )
 

@@ -36,6 +36,7 @@ LAYERS: dict[str, int] = {
             "db.migrate",
             "db.server",
             "db.roles",
+            "db.replica",
             "store",
             "enrich",
         ],

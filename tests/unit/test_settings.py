@@ -10,7 +10,8 @@ from ghostmem.config import normalize_dsn
 
 @pytest.fixture(autouse=True)
 def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("GHOSTMEM_DSN", "GHOSTMEM_POOL_MIN_SIZE", "GHOSTMEM_POOL_MAX_SIZE", "GHOSTMEM_POOL_TIMEOUT"):
+    for name in ("GHOSTMEM_DSN", "GHOSTMEM_POOL_MIN_SIZE", "GHOSTMEM_POOL_MAX_SIZE", "GHOSTMEM_POOL_TIMEOUT",
+                 "GHOSTMEM_READ_DSN", "GHOSTMEM_READ_WAIT", "GHOSTMEM_READ_RETRY"):  # fmt: skip
         monkeypatch.delenv(name, raising=False)
 
 
@@ -39,6 +40,12 @@ def test_pool_defaults() -> None:
         ("GHOSTMEM_POOL_MIN_SIZE", "9", r"0 <= min \(9\) <= max \(8\)"),
         ("GHOSTMEM_POOL_TIMEOUT", "-1", r"positive number of seconds"),
         ("GHOSTMEM_POOL_TIMEOUT", "nan", r"positive number of seconds"),
+        (
+            "GHOSTMEM_READ_WAIT",
+            "0",
+            r"read_wait \(or GHOSTMEM_READ_WAIT\) must be a positive number of seconds",
+        ),
+        ("GHOSTMEM_READ_RETRY", "soon", r"GHOSTMEM_READ_RETRY='soon' is not a float"),
     ],
 )
 def test_bad_pool_settings_are_one_sentence(
@@ -70,6 +77,28 @@ def test_sqlalchemy_engine_and_url_keep_their_password() -> None:
     url = "postgresql+psycopg://app:s3cr%40t@db:5432/memory"
     assert normalize_dsn(sqlalchemy.make_url(url)) == "postgresql://app:s3cr%40t@db:5432/memory"
     assert normalize_dsn(sqlalchemy.create_engine(url)) == "postgresql://app:s3cr%40t@db:5432/memory"
+
+
+def test_read_replica_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert (Settings.from_env().read_dsn, Settings.from_env().read_wait, Settings.from_env().read_retry) == (
+        None,
+        0.25,
+        5.0,
+    )
+    monkeypatch.setenv("GHOSTMEM_READ_DSN", "postgresql+psycopg://u@standby/app")
+    monkeypatch.setenv("GHOSTMEM_READ_WAIT", "0.5")
+    monkeypatch.setenv("GHOSTMEM_READ_RETRY", "2")
+    settings = Settings.from_env()
+    assert (settings.read_dsn, settings.read_wait, settings.read_retry) == (
+        "postgresql://u@standby/app",
+        0.5,
+        2.0,
+    )
+    assert (
+        Settings.from_env(read_dsn="host=/replica dbname=app", read_wait=1).read_dsn
+        == "host=/replica dbname=app"
+    )
+    assert Settings.from_env(read_wait=1).read_wait == 1.0
 
 
 def test_environment_dsn_is_normalised(monkeypatch: pytest.MonkeyPatch) -> None:

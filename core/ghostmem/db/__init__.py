@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
@@ -136,18 +136,22 @@ def pool_dsn(pool: ConnectionPool | AsyncConnectionPool) -> str:
     return psycopg.conninfo.make_conninfo(conninfo, **params)
 
 
-def open_pool(dsn: str, settings: Settings) -> ConnectionPool:
+def open_pool(dsn: str, settings: Settings, *, standby: bool = False) -> ConnectionPool:
+    """A pool of ``settings``' sizes, open and holding its first connections. A ``standby``'s pool does not wait
+    for them: a read that finds none in time goes to the primary (see :mod:`ghostmem.db.replica`)."""
     pool = ConnectionPool(
-        dsn,
+        check_dsn(dsn),
         min_size=settings.pool_min_size,
         max_size=settings.pool_max_size,
-        timeout=settings.pool_timeout,
+        timeout=settings.read_wait if standby else settings.pool_timeout,
         reconnect_timeout=settings.pool_timeout,
         kwargs={"connect_timeout": 10},
         open=False,
-        name="ghostmem",
+        name="ghostmem-standby" if standby else "ghostmem",
     )
     pool.open()
+    if standby:
+        return pool
     try:
         pool.wait(timeout=30)
     except Exception as exc:
@@ -156,18 +160,21 @@ def open_pool(dsn: str, settings: Settings) -> ConnectionPool:
     return pool
 
 
-async def open_async_pool(dsn: str, settings: Settings) -> AsyncConnectionPool:
+async def open_async_pool(dsn: str, settings: Settings, *, standby: bool = False) -> AsyncConnectionPool:
+    """The async twin of :func:`open_pool`."""
     pool = AsyncConnectionPool(
-        dsn,
+        check_dsn(dsn),
         min_size=settings.pool_min_size,
         max_size=settings.pool_max_size,
-        timeout=settings.pool_timeout,
+        timeout=settings.read_wait if standby else settings.pool_timeout,
         reconnect_timeout=settings.pool_timeout,
         kwargs={"connect_timeout": 10},
         open=False,
-        name="ghostmem-async",
+        name="ghostmem-async-standby" if standby else "ghostmem-async",
     )
     await pool.open()
+    if standby:
+        return pool
     try:
         await pool.wait(timeout=30)
     except Exception as exc:
@@ -200,18 +207,28 @@ async def use_vectors_async(conn: psycopg.AsyncConnection[Any]) -> bool:
 
 
 @contextmanager
-def checkout(pool: ConnectionPool) -> Iterator[psycopg.Connection[Any]]:
+def checkout(
+    pool: ConnectionPool,
+    *,
+    timeout: float | None = None,
+    committed: Callable[[psycopg.Connection[Any]], None] | None = None,
+) -> Iterator[psycopg.Connection[Any]]:
     """One of ``pool``'s connections for one operation: one transaction (committed on success, rolled back on
-    error), tuple rows, pgvector types; a server that cannot be reached is :class:`DatabaseUnavailable`."""
-    conn = _checked(pool)
+    error), tuple rows, pgvector types; a server that cannot be reached, or no connection within ``timeout``
+    seconds (else the pool's), is :class:`DatabaseUnavailable`. ``committed`` is called with the connection once
+    the transaction has committed, before the pool gets it back."""
+    conn = _checked(pool, timeout)
     try:
         saved = conn.autocommit, conn.row_factory
         conn.autocommit, conn.row_factory = False, tuple_row
         try:
             if use_vectors(conn):
                 conn.commit()  # idle again: an operation may switch to autocommit (imports do)
-            with translated(), conn:
-                yield conn
+            with translated():
+                with conn:
+                    yield conn
+                if committed is not None:
+                    committed(conn)
         finally:
             if not conn.closed and conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
                 conn.autocommit, conn.row_factory = saved
@@ -220,9 +237,14 @@ def checkout(pool: ConnectionPool) -> Iterator[psycopg.Connection[Any]]:
 
 
 @asynccontextmanager
-async def acheckout(pool: AsyncConnectionPool) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+async def acheckout(
+    pool: AsyncConnectionPool,
+    *,
+    timeout: float | None = None,
+    committed: Callable[[psycopg.AsyncConnection[Any]], Awaitable[None]] | None = None,
+) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
     """The async twin of :func:`checkout`."""
-    conn = await _achecked(pool)
+    conn = await _achecked(pool, timeout)
     try:
         saved = conn.autocommit, conn.row_factory
         if saved[0]:
@@ -234,6 +256,8 @@ async def acheckout(pool: AsyncConnectionPool) -> AsyncIterator[psycopg.AsyncCon
             with translated():
                 async with conn:
                     yield conn
+                if committed is not None:
+                    await committed(conn)
         finally:
             if not conn.closed and conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
                 await conn.set_autocommit(saved[0])
@@ -242,13 +266,13 @@ async def acheckout(pool: AsyncConnectionPool) -> AsyncIterator[psycopg.AsyncCon
         await pool.putconn(conn)
 
 
-def _checked(pool: ConnectionPool) -> psycopg.Connection[Any]:
+def _checked(pool: ConnectionPool, timeout: float | None) -> psycopg.Connection[Any]:
     """A connection that answered an empty query; on a dead one, drain the pool and take a fresh one."""
     for _ in range(2):
         try:
-            conn = pool.getconn()
+            conn = pool.getconn(timeout)
         except PoolTimeout as exc:
-            raise DatabaseUnavailable(_no_connection(pool)) from exc
+            raise DatabaseUnavailable(_no_connection(pool, timeout)) from exc
         try:
             ConnectionPool.check_connection(conn)
         except psycopg.Error as exc:
@@ -260,13 +284,13 @@ def _checked(pool: ConnectionPool) -> psycopg.Connection[Any]:
     raise translate(failure) or DatabaseUnavailable(str(failure)) from failure
 
 
-async def _achecked(pool: AsyncConnectionPool) -> psycopg.AsyncConnection[Any]:
+async def _achecked(pool: AsyncConnectionPool, timeout: float | None) -> psycopg.AsyncConnection[Any]:
     """The async twin of :func:`_checked`."""
     for _ in range(2):
         try:
-            conn = await pool.getconn()
+            conn = await pool.getconn(timeout)
         except PoolTimeout as exc:
-            raise DatabaseUnavailable(_no_connection(pool)) from exc
+            raise DatabaseUnavailable(_no_connection(pool, timeout)) from exc
         try:
             await AsyncConnectionPool.check_connection(conn)
         except psycopg.Error as exc:
@@ -278,8 +302,8 @@ async def _achecked(pool: AsyncConnectionPool) -> psycopg.AsyncConnection[Any]:
     raise translate(failure) or DatabaseUnavailable(str(failure)) from failure
 
 
-def _no_connection(pool: ConnectionPool | AsyncConnectionPool) -> str:
+def _no_connection(pool: ConnectionPool | AsyncConnectionPool, timeout: float | None) -> str:
     return (
-        f"no database connection within {pool.timeout:g}s (pool of {pool.max_size}): the server is down or "
+        f"no database connection within {pool.timeout if timeout is None else timeout:g}s (pool of {pool.max_size}): the server is down or "
         "restarting, or every connection is busy; try again shortly (GHOSTMEM_POOL_MAX_SIZE sets the pool size)"
     )

@@ -1,0 +1,298 @@
+"""Reads on a real streaming-replication standby, writes on the primary (``read_dsn=`` / ``read_pool=``).
+
+The standby is a ``pg_basebackup`` of the suite's embedded server, started on 127.0.0.1 (or the standby a user names
+in ``GHOSTMEM_TEST_READ_DSN``). Which server ran a call is observed, not assumed: the test's own pools record every
+statement's server (and ask each server ``pg_is_in_recovery()``), and a standby whose replay is paused shows by the
+data it lacks that it answered.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import psycopg
+import pytest
+from ghostmem import OPS, AsyncGhostMem, GhostMem, HashEmbedder, InvalidArgument
+from ghostmem.ops import Effect
+from ghostmem.records import MessageRecord
+from psycopg_pool import AsyncConnectionPool, ConnectionPool
+from support.adapters import seed_conversations, seed_rule
+from support.standby import Standby
+
+
+@pytest.fixture(scope="session")
+def standby(server_dsn: str) -> Iterator[Standby]:
+    given = Standby.given()
+    if given is not None:
+        yield given
+        return
+    if os.environ.get("GHOSTMEM_TEST_DSN"):
+        pytest.skip("set GHOSTMEM_TEST_READ_DSN to a streaming standby of GHOSTMEM_TEST_DSN's server")
+    made = Standby.of(server_dsn)
+    try:
+        yield made
+    finally:
+        made.remove()
+
+
+@pytest.fixture
+def read_dsn(standby: Standby, pg_dsn: str) -> str:
+    """The standby's DSN of the session database, once the standby holds its schema."""
+    GhostMem(dsn=pg_dsn, embedder=HashEmbedder()).migrate()
+    standby.catch_up(pg_dsn)
+    return standby.dsn(pg_dsn)
+
+
+class Servers:
+    """Which server ran each statement of the pools it made (``primary`` or ``standby``)."""
+
+    def __init__(self) -> None:
+        self.log: list[str] = []
+
+    def cursor(self, server: str) -> type[psycopg.Cursor[Any]]:
+        log = self.log
+
+        class Recorded(psycopg.Cursor[Any]):
+            def execute(self, *args: Any, **kwargs: Any) -> Any:
+                log.append(server)
+                return super().execute(*args, **kwargs)
+
+        return Recorded
+
+    def async_cursor(self, server: str) -> type[psycopg.AsyncCursor[Any]]:
+        log = self.log
+
+        class Recorded(psycopg.AsyncCursor[Any]):
+            async def execute(self, *args: Any, **kwargs: Any) -> Any:
+                log.append(server)
+                return await super().execute(*args, **kwargs)
+
+        return Recorded
+
+    def pool(self, dsn: str, server: str) -> ConnectionPool:
+        return ConnectionPool(dsn, kwargs={"cursor_factory": self.cursor(server)}, min_size=1, max_size=2)
+
+    def async_pool(self, dsn: str, server: str) -> AsyncConnectionPool:
+        return AsyncConnectionPool(
+            dsn, kwargs={"cursor_factory": self.async_cursor(server)}, min_size=1, max_size=2, open=False
+        )
+
+    def during(self, call: Any, *args: Any, **kwargs: Any) -> tuple[Any, set[str]]:
+        """What ``call(*args, **kwargs)`` returned, and the servers that ran its statements."""
+        self.log.clear()
+        result = call(*args, **kwargs)
+        return result, set(self.log)
+
+
+def in_recovery(pool: ConnectionPool) -> bool:
+    with pool.connection() as conn:
+        row = conn.execute("SELECT pg_is_in_recovery()").fetchone()
+    assert row is not None
+    return bool(row[0])
+
+
+def turn(text: str) -> list[MessageRecord]:
+    return [MessageRecord(native_id=uuid.uuid4().hex, role="user", text=text)]
+
+
+# One call of every operation, on the data seed_conversations and seed_rule store.
+CALLS: dict[str, dict[str, Any]] = {
+    "search_personal_memory": {"query": "vault tokens staging"},
+    "get_conversation": {"conv_id": "conv-vault"},
+    "list_recent_conversations": {},
+    "list_project_conversations": {"project": "webapp"},
+    "get_conversation_summary": {"conv_id": "conv-deploy"},
+    "search_ghost_memories": {"query": "migrations"},
+    "remember": {"content": "Renew the vault tokens with the periodic role."},
+    "give_feedback": {"memory_id": 0, "signal": "endorse"},
+    "update_memory": {
+        "memory_id": 0,
+        "content": "Run the migrations before any integration test.",
+        "reason": "r",
+    },
+    "retire_memory": {"memory_id": 0, "reason": "superseded"},
+}
+
+
+def test_every_operation_runs_where_its_effect_says(pg_dsn: str, read_dsn: str, owner: str) -> None:
+    """Only operations that read nothing but stored memory reach the standby; every write, the ghost search (which
+    records use), the capture and the maintenance jobs run on the primary."""
+    assert set(CALLS) == {spec.name for spec in OPS}, "a new operation needs a call here"
+    servers = Servers()
+    with servers.pool(pg_dsn, "primary") as primary, servers.pool(read_dsn, "standby") as replica:
+        assert (in_recovery(primary), in_recovery(replica)) == (False, True)
+        gm = GhostMem(pool=primary, read_pool=replica, owner=owner, embedder=HashEmbedder())
+        seed_conversations(gm)
+        memory_id = seed_rule(gm)
+        for spec in OPS:
+            arguments = {k: memory_id if k == "memory_id" else v for k, v in CALLS[spec.name].items()}
+            result, ran_on = servers.during(gm.run, spec.name, arguments)
+            assert result.op == spec.name
+            expected = {"standby"} if spec.effect is Effect.READS else {"primary"}
+            assert ran_on == expected, f"{spec.name} ({spec.effect.value}) ran on {ran_on}"
+
+        def raw_connection() -> object:
+            with gm.connection() as conn:
+                return conn.execute("SELECT 1").fetchone()
+
+        jobs = {
+            "capture_append": lambda: gm.capture_append("conv-live", turn("first"), platform="langchain"),
+            "capture_messages": lambda: gm.capture_messages("conv-live"),
+            "capture_ids": lambda: gm.capture_ids("langchain"),
+            "forget": lambda: gm.forget("conv-carbonara"),
+            "enrich": gm.enrich,
+            "connection": raw_connection,
+        }
+        for name, job in jobs.items():
+            _, ran_on = servers.during(job)
+            assert ran_on == {"primary"}, f"{name} ran on {ran_on}"
+        gm.close()
+        assert not primary.closed and not replica.closed  # borrowed pools stay open
+
+
+def test_a_read_right_after_a_write_sees_it_on_the_standby(pg_dsn: str, read_dsn: str, owner: str) -> None:
+    """Replication running: each read waits for the standby to replay the client's write, then runs there."""
+    servers = Servers()
+    with servers.pool(pg_dsn, "primary") as primary, servers.pool(read_dsn, "standby") as replica:
+        gm = GhostMem(pool=primary, read_pool=replica, owner=owner, embedder=HashEmbedder(), read_wait=30)
+        for n in range(5):
+            word = f"zebrafinch{n}x{uuid.uuid4().hex[:6]}"
+            gm.capture_append(f"conv-{n}", turn(f"the {word} migrates south"), platform="langchain")
+            found, ran_on = servers.during(gm.search_personal_memory, query=word)
+            assert ran_on == {"standby"}
+            assert [row.conv_id for row in found.data.rows] == [f"conv-{n}"]
+            thread, ran_on = servers.during(gm.get_conversation, conv_id=f"conv-{n}")
+            assert ran_on == {"standby"} and word in thread.text
+
+
+def test_a_lagging_standby_serves_the_writer_from_the_primary_and_others_stale(
+    pg_dsn: str, read_dsn: str, standby: Standby, owner: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Replay paused: the writer's read goes to the primary after ``read_wait`` and sees its write; another
+    client (same owner, no writes of its own) reads the standby, which does not have it yet (the documented lag),
+    and has it once replay resumes."""
+    with GhostMem(dsn=pg_dsn, owner=owner, embedder=HashEmbedder()) as seeder:
+        seed_conversations(seeder)
+    writer = GhostMem(dsn=pg_dsn, read_dsn=read_dsn, owner=owner, embedder=HashEmbedder(), read_wait=0.3)
+    reader = GhostMem(dsn=pg_dsn, read_dsn=read_dsn, owner=owner, embedder=HashEmbedder(), read_wait=0.3)
+    before = {row.conv_id for row in reader.list_recent_conversations().data.rows}
+    assert before == {"conv-deploy", "conv-vault", "conv-carbonara", "conv-kaiwa"}
+    writer.list_recent_conversations()  # connected before the pause
+    standby.pause()
+    try:
+        writer.capture_append("conv-fresh", turn("the okapi hides in the forest"), platform="langchain")
+        with caplog.at_level(logging.WARNING, logger="ghostmem.db.replica"):
+            started = time.monotonic()
+            mine = writer.search_personal_memory(query="okapi forest")
+            waited = time.monotonic() - started
+            assert [row.conv_id for row in mine.data.rows] == ["conv-fresh"]
+            assert waited >= 0.3  # it waited read_wait for the standby first
+            # Left alone for read_retry: the next read goes to the primary at once.
+            started = time.monotonic()
+            assert writer.get_conversation(conv_id="conv-fresh").data.messages
+            assert time.monotonic() - started < 0.3
+        assert [r.getMessage() for r in caplog.records if r.name == "ghostmem.db.replica"] == [
+            f"reads go to the primary: the standby at {read_dsn} has not replayed this client's last write "
+            "within 0.3s (trying it again every 5s)"
+        ]
+        stale = {row.conv_id for row in reader.list_recent_conversations().data.rows}
+        assert stale == before  # served by the paused standby: the new conversation is not there
+        assert reader.search_personal_memory(query="okapi forest").data.rows == []
+    finally:
+        standby.resume()
+    deadline = time.monotonic() + 30
+    while "conv-fresh" not in {row.conv_id for row in reader.list_recent_conversations().data.rows}:
+        assert time.monotonic() < deadline, "the standby never showed the write after replay resumed"
+        time.sleep(0.05)
+    writer.close()
+    reader.close()
+
+
+def test_a_stopped_standby_sends_reads_to_the_primary_until_it_is_back(
+    pg_dsn: str, read_dsn: str, standby: Standby, owner: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    servers = Servers()
+    with servers.pool(pg_dsn, "primary") as primary, servers.pool(read_dsn, "standby") as replica:
+        gm = GhostMem(
+            pool=primary, read_pool=replica, owner=owner, embedder=HashEmbedder(), read_wait=1, read_retry=0.5
+        )
+        ids = seed_conversations(gm)
+        hits, ran_on = servers.during(gm.search_personal_memory, query="carbonara guanciale")
+        assert ran_on == {"standby"} and hits.data.rows[0].conv_id == ids["carbonara"]
+        standby.stop()
+        try:
+            with caplog.at_level(logging.WARNING, logger="ghostmem.db.replica"):
+                for _ in range(3):
+                    started = time.monotonic()
+                    hits, ran_on = servers.during(gm.search_personal_memory, query="carbonara guanciale")
+                    assert (
+                        time.monotonic() - started < 5
+                    )  # at most read_wait for the standby, then the primary
+                    assert "primary" in ran_on and hits.data.rows[0].conv_id == ids["carbonara"]
+            warnings = [r.getMessage() for r in caplog.records if r.name == "ghostmem.db.replica"]
+            assert len(warnings) == 1 and "reads go to the primary: the standby of pool" in warnings[0]
+        finally:
+            standby.start()
+        # Back: after read_retry the standby is tried again, and serves once its pool has reconnected.
+        deadline = time.monotonic() + 60
+        while servers.during(gm.list_recent_conversations)[1] != {"standby"}:
+            assert time.monotonic() < deadline, "reads never went back to the restarted standby"
+            time.sleep(0.2)
+        gm.close()
+
+
+async def test_async_client_routes_and_reads_its_writes(pg_dsn: str, read_dsn: str, owner: str) -> None:
+    servers = Servers()
+    async with (
+        servers.async_pool(pg_dsn, "primary") as primary,
+        servers.async_pool(read_dsn, "standby") as replica,
+    ):
+        agm = AsyncGhostMem(
+            pool=primary, read_pool=replica, owner=owner, embedder=HashEmbedder(), read_wait=30
+        )
+        for n in range(3):
+            word = f"axolotl{n}x{uuid.uuid4().hex[:6]}"
+            servers.log.clear()
+            await agm.remember(content=f"Feed the {word} twice a week.")
+            assert set(servers.log) == {"primary"}
+            # The ghost search records use: primary. Personal memory reads: standby, after its replay.
+            servers.log.clear()
+            rules = await agm.search_ghost_memories(query=word)
+            assert set(servers.log) == {"primary"} and word in rules.data.rows[0].content
+            await agm.run("list_recent_conversations", {})
+            servers.log.clear()
+            await agm.list_recent_conversations()
+            assert set(servers.log) == {"standby"}
+        await agm.close()
+
+
+async def test_async_client_reads_right_after_its_jobs(pg_dsn: str, read_dsn: str, owner: str) -> None:
+    """Over ghostmem's own standby pool (read_dsn): what was there when the client connected is read, and so is
+    what its own jobs changed right before (forget runs on a connection of its own, on the primary)."""
+    with GhostMem(dsn=pg_dsn, owner=owner, embedder=HashEmbedder()) as other:
+        ids = seed_conversations(other)
+    agm = AsyncGhostMem(dsn=pg_dsn, read_dsn=read_dsn, owner=owner, embedder=HashEmbedder(), read_wait=30)
+    left = set(ids.values())
+    assert {row.conv_id for row in (await agm.list_recent_conversations()).data.rows} == left
+    for conv_id in sorted(ids.values()):
+        assert await agm.forget(conv_id) == [conv_id]
+        left.remove(conv_id)
+        assert {row.conv_id for row in (await agm.list_recent_conversations()).data.rows} == left
+    await agm.close()
+
+
+def test_read_dsn_and_read_pool_are_checked(pg_dsn: str) -> None:
+    with ConnectionPool(pg_dsn, open=False) as pool:
+        with pytest.raises(InvalidArgument, match=r"takes read_dsn=\.\.\. or read_pool=\.\.\., not both"):
+            GhostMem(dsn=pg_dsn, read_dsn=pg_dsn, read_pool=pool)
+        with pytest.raises(
+            InvalidArgument, match=r"AsyncGhostMem\(read_pool=\.\.\.\) takes a psycopg_pool\.Async"
+        ):
+            AsyncGhostMem(dsn=pg_dsn, read_pool=pool)
+    with pytest.raises(InvalidArgument, match="malformed DSN"):
+        GhostMem(dsn=pg_dsn, read_dsn="host='unclosed", embedder=HashEmbedder()).list_recent_conversations()
