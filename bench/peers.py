@@ -16,9 +16,20 @@ tables each peer creates for itself, and each peer builds its own indexes with i
   #337), so every hybrid query here gets a **fresh ``HybridSearchConfig``**: each query is searched by its own words.
 * **LangGraph ``PostgresStore``** (langgraph-checkpoint-postgres): ``setup()`` with an HNSW index on
   ``store_vectors``, rows copied into ``store`` / ``store_vectors``; searched with ``store.search(namespace,
-  query=...)``; the time filter is its JSON ``value->>'ts' >= …`` filter.
+  query=...)``; its filters are on the JSON value (``value->>'ts' >= …``, ``value->'platform' = …``).
 * **exact scan**: the same vector query with index scans disabled (a sequential scan over every vector) — the
   quality reference for recall and the brute-force latency baseline.
+
+Cases (:func:`default_cases`, ``--cases`` picks some): no filter, ``days`` 7 and 30, ``platform=codex`` and a
+project (the query's own, round robin over :data:`PROJECTS`). Every system gets the same filter in its own terms —
+ghostmem its arguments, PGVectorStore its metadata filter, LangGraph its JSON filter, the exact scan a ``WHERE`` —
+and all select the same messages: ghostmem's project filter is a substring of the project or the conversation's
+title, and the bench's projects are each one path of the corpus that no title holds, so the peers compare the
+whole path.
+
+The peers' copies are kept in the database with the corpus they were made from and the version of their table
+definitions (:func:`setup_key`); a later run reuses them (the HNSW builds take minutes at a million rows) unless the
+corpus was loaded again, their definitions changed, or ``--rebuild-peers`` says so.
 
 Latency: *server* is the time of the SQL statements each system sends (ghostmem: timed on its connection;
 PGVectorStore: SQLAlchemy cursor events; LangGraph: a timing cursor class on its psycopg connection), with the query
@@ -74,8 +85,79 @@ from bench.scale import (
 logger = logging.getLogger("bench.peers")
 
 PEER_SCHEMA = "bench_peers"
+PEER_TABLES = (
+    1  # the version of the peers' table definitions below: a kept copy of another version is rebuilt
+)
 LC_TABLE = "lc_messages"
 NAMESPACE = ("bench", "messages")
+# Projects of the corpus that are one path each and appear in no title, so a substring of the project (ghostmem's
+# filter, which also matches titles) and equality with the whole path (the peers' filters) select the same rows.
+PROJECTS = ("rust-indexer", "billing-service", "data-lake", "api-gateway", "terraform-prod")
+PLATFORM = "codex"
+
+
+@dataclass(frozen=True)
+class Case:
+    """One filter of the comparison, written the way each system takes it (all select the same messages)."""
+
+    label: str
+    days: int | None = None
+    platform: str | None = None
+    projects: bool = False  # the query's project, round robin over PROJECTS
+
+    def project(self, i: int) -> str | None:
+        return PROJECTS[i % len(PROJECTS)] if self.projects else None
+
+    def ghostmem(self, i: int) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.days:
+            out["days"] = self.days
+        if self.platform:
+            out["platform"] = self.platform
+        if self.projects:
+            out["project"] = self.project(i)
+        return out
+
+    def conditions(self, i: int, now: datetime) -> list[tuple[str, str, Any]]:
+        """(column, operator, value) of the filter on a message row."""
+        out: list[tuple[str, str, Any]] = []
+        if self.days:
+            out.append(("ts", ">=", now - timedelta(days=self.days)))
+        if self.platform:
+            out.append(("platform", "=", self.platform))
+        if self.projects:
+            out.append(("project", "=", _project_path(str(self.project(i)))))
+        return out
+
+    def pgvectorstore(self, i: int, now: datetime) -> dict[str, Any] | None:
+        ops = {">=": "$gte", "=": "$eq"}
+        parts = [{col: {ops[op]: value}} for col, op, value in self.conditions(i, now)]
+        return None if not parts else parts[0] if len(parts) == 1 else {"$and": parts}
+
+    def langgraph(self, i: int, now: datetime) -> dict[str, Any] | None:
+        ops = {">=": "$gte", "=": "$eq"}
+        out: dict[str, Any] = {}
+        for col, op, value in self.conditions(i, now):
+            # the copied rows keep ts as ISO text: compared as text, as LangGraph's filter does
+            out[col] = {
+                ops[op]: value.isoformat(timespec="seconds") if isinstance(value, datetime) else value
+            }
+        return out or None
+
+
+def _project_path(name: str) -> str:
+    (path,) = [p for p in corpus.PROJECTS if p.rsplit("/", 1)[-1] == name]
+    return path
+
+
+def default_cases() -> list[Case]:
+    return [
+        Case("no filter"),
+        Case("days=7", days=7),
+        Case("days=30", days=30),
+        Case(f"platform={PLATFORM}", platform=PLATFORM),
+        Case("project", projects=True),
+    ]
 
 
 class QueryEmbeddings(Embeddings):
@@ -158,14 +240,15 @@ def _sqlalchemy_url(dsn: str) -> Any:
     )
 
 
-def _setup_record(conn: psycopg.Connection[Any], name: str) -> dict[str, Any] | None:
+def _setup_record(conn: psycopg.Connection[Any], name: str, key: dict[str, Any]) -> dict[str, Any] | None:
+    """A peer's setup kept from an earlier run, if it was made from the same corpus load and table definition."""
     exists = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (f"{PEER_SCHEMA}.setups",)).fetchone()
     if not exists or not exists[0]:
         return None
     row = conn.execute(
         sql.SQL("SELECT info FROM {} WHERE name = %s").format(sql.Identifier(PEER_SCHEMA, "setups")), (name,)
     ).fetchone()
-    return dict(row[0]) if row else None
+    return dict(row[0]) if row and row[0].get("key") == key else None
 
 
 def _save_setup(conn: psycopg.Connection[Any], name: str, info: dict[str, Any]) -> None:
@@ -179,8 +262,18 @@ def _save_setup(conn: psycopg.Connection[Any], name: str, info: dict[str, Any]) 
     )
 
 
+def setup_key(load_info: dict[str, Any], messages: int, seed: int) -> dict[str, Any]:
+    """What a peer's copy depends on: the corpus (size, seed, the load's end time) and the peers' table definitions."""
+    return {
+        "messages": messages,
+        "seed": seed,
+        "corpus_end": load_info.get("corpus_end"),
+        "tables": PEER_TABLES,
+    }
+
+
 def setup_pgvectorstore(
-    dsn: str, embedder: Embedder, rebuild: bool, progress: Callable[[str], None]
+    dsn: str, embedder: Embedder, key: dict[str, Any], rebuild: bool, progress: Callable[[str], None]
 ) -> dict[str, Any]:
     """PGVectorStore's own table filled with the corpus' embedded messages, and its own indexes (timed)."""
     from langchain_postgres import Column, PGEngine, PGVectorStore
@@ -189,11 +282,11 @@ def setup_pgvectorstore(
 
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(PEER_SCHEMA)))
-        previous = None if rebuild else _setup_record(conn, "pgvectorstore")
+        previous = None if rebuild else _setup_record(conn, "pgvectorstore", key)
     if previous:
         return previous
     engine = PGEngine.from_connection_string(_sqlalchemy_url(dsn))
-    info: dict[str, Any] = {}
+    info: dict[str, Any] = {"key": key}
     try:
         engine.init_vectorstore_table(
             LC_TABLE,
@@ -249,16 +342,18 @@ def setup_pgvectorstore(
     return info
 
 
-def setup_langgraph(dsn: str, rebuild: bool, progress: Callable[[str], None]) -> dict[str, Any]:
+def setup_langgraph(
+    dsn: str, key: dict[str, Any], rebuild: bool, progress: Callable[[str], None]
+) -> dict[str, Any]:
     """LangGraph's ``store`` / ``store_vectors`` tables in their own schema, filled server-side, index rebuilt."""
     from langgraph.store.postgres import PostgresStore
 
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(PEER_SCHEMA)))
-        previous = None if rebuild else _setup_record(conn, "langgraph")
+        previous = None if rebuild else _setup_record(conn, "langgraph", key)
         if previous:
             return previous
-    info: dict[str, Any] = {}
+    info: dict[str, Any] = {"key": key}
     with _langgraph_conn(dsn, None) as conn:
         conn.execute("DROP TABLE IF EXISTS store_vectors, store, store_migrations, vector_migrations CASCADE")
         store = PostgresStore(conn, index={"dims": corpus.DIMS, "embed": _no_embed, "fields": ["text"]})
@@ -341,17 +436,17 @@ class _Truth:
 
 
 def exact_neighbours(
-    conn: psycopg.Connection[Any], vector: list[float], k: int, since: datetime | None
+    conn: psycopg.Connection[Any], vector: list[float], k: int, conditions: list[tuple[str, str, Any]]
 ) -> tuple[float, _Truth]:
-    """The exact k nearest messages and conversations (one sequential scan), and its time."""
-    where = sql.SQL("owner = %s AND embedding IS NOT NULL")
+    """The exact k nearest messages and conversations under the case's filter (one sequential scan), and its time."""
+    where: list[sql.Composable] = [sql.SQL("owner = %s AND embedding IS NOT NULL")]
     params: list[Any] = [corpus.OWNER]
-    if since is not None:
-        where = sql.SQL("{} AND ts >= %s").format(where)
-        params.append(since)
+    for column, op, value in conditions:
+        where.append(sql.SQL("{} {} %s").format(sql.Identifier(column), sql.SQL(op)))
+        params.append(value)
     q = sql.SQL(
         "SELECT id, conv_id, embedding <=> %s::vector AS d FROM ghostmem.messages WHERE {} ORDER BY d LIMIT %s"
-    ).format(where)
+    ).format(sql.SQL(" AND ").join(where))
     with conn.transaction():
         conn.execute("SET LOCAL enable_indexscan = off")
         conn.execute("SET LOCAL enable_bitmapscan = off")
@@ -388,17 +483,19 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             dsn, args.messages, args.seed, embedder=embedder, sample=args.sample, reload=args.reload
         )
         setups: dict[str, Any] = {}
+        key = setup_key(load_info, args.messages, args.seed)
         if "pgvectorstore" in peers:
-            setups["pgvectorstore"] = setup_pgvectorstore(dsn, embedder, args.rebuild_peers, progress)
+            setups["pgvectorstore"] = setup_pgvectorstore(dsn, embedder, key, args.rebuild_peers, progress)
         if "langgraph" in peers:
-            setups["langgraph"] = setup_langgraph(dsn, args.rebuild_peers, progress)
+            setups["langgraph"] = setup_langgraph(dsn, key, args.rebuild_peers, progress)
         queries = [q["query"] for q in corpus.query_texts(args.seed, args.queries)]
         cached = QueryEmbeddings(embedder, cached=True)
         live = QueryEmbeddings(embedder, cached=False)
         vectors = {q: cached.embed_query(q) for q in queries}
         precomputed = PrecomputedEmbedder(embedder, dict(vectors))
         now = datetime.now(UTC)
-        cases = [("no filter", None), (f"days={args.days}", args.days)]
+        index = {q: i for i, q in enumerate(queries)}  # a query's project (round robin)
+        cases = [c for c in default_cases() if not args.cases or c.label in args.cases.split(",")]
 
         lc_clock = StatementClock()
         engine = PGEngine.from_connection_string(_sqlalchemy_url(dsn))
@@ -436,32 +533,37 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             GhostMem(dsn=dsn, owner=corpus.OWNER, embedder=embedder) as gm,
             psycopg.connect(dsn, autocommit=True) as exact_conn,
         ):
-            for label, days in cases:
-                since = now - timedelta(days=days) if days else None
-                filt = {"ts": {"$gte": since}} if since else None
-                lg_filt = {"ts": {"$gte": since.isoformat(timespec="seconds")}} if since else None
-                gm_extra: dict[str, Any] = {"days": days} if days else {}
+            for case in cases:
                 acc: dict[str, dict[str, list[Any]]] = {}
                 # The quality reference first, in a pass of its own: a sequential scan through every vector
                 # leaves the caches unlike what the searches see, and no system is timed right after it.
                 truth: dict[str, _Truth] = {}
                 for q in queries:
-                    t_exact, truth[q] = exact_neighbours(exact_conn, vectors[q], k, since)
-                    _add(acc, "exact scan", server=t_exact, rows=len(truth[q].msg_ids))
-                systems: list[_System] = []
-                for mode in ("hybrid", "vector"):
-                    systems.append(
-                        _ghostmem_system(gm, mode, {"limit": k, "mode": mode, **gm_extra}, precomputed)
+                    t_exact, truth[q] = exact_neighbours(
+                        exact_conn, vectors[q], k, case.conditions(index[q], now)
                     )
+                    _add(acc, "exact scan", server=t_exact, rows=len(truth[q].msg_ids))
+                bound = _BoundCase(case, index, now)
+                systems = [
+                    _ghostmem_system(gm, mode, k, bound.ghostmem, precomputed)
+                    for mode in ("hybrid", "vector")
+                ]
                 if lc_cached is not None and lc_live is not None:
                     systems += _pgvectorstore_systems(
-                        lc_cached, lc_live, lc_clock, exact_conn, vectors, k, filt, fresh_hybrid
+                        lc_cached,
+                        lc_live,
+                        lc_clock,
+                        exact_conn,
+                        vectors,
+                        k,
+                        bound.pgvectorstore,
+                        fresh_hybrid,
                     )
                 if lg_store is not None and lg_store_live is not None:
-                    systems.append(_langgraph_system(lg_store, lg_store_live, lg_clock, k, lg_filt))
+                    systems.append(_langgraph_system(lg_store, lg_store_live, lg_clock, k, bound.langgraph))
                 for system in systems:
                     _measure(system, queries, truth, acc)
-                results.append(_case_summary(label, acc, k))
+                results.append(_case_summary(case.label, acc, k))
                 _print_case(results[-1])
         engine._run_as_sync(engine.close())
         if lg_conn is not None:
@@ -524,17 +626,37 @@ def _measure(system: _System, queries: list[str], truth: dict[str, _Truth], acc:
         _add(acc, system.name, call=time.perf_counter() - t0)
 
 
-def _ghostmem_system(gm: GhostMem, mode: str, base: dict[str, Any], precomputed: Embedder) -> _System:
+@dataclass(frozen=True)
+class _BoundCase:
+    """A case's filter for each query (by the query's position), in each system's terms."""
+
+    case: Case
+    index: dict[str, int]
+    now: datetime
+
+    def ghostmem(self, q: str) -> dict[str, Any]:
+        return self.case.ghostmem(self.index[q])
+
+    def pgvectorstore(self, q: str) -> dict[str, Any] | None:
+        return self.case.pgvectorstore(self.index[q], self.now)
+
+    def langgraph(self, q: str) -> dict[str, Any] | None:
+        return self.case.langgraph(self.index[q], self.now)
+
+
+def _ghostmem_system(
+    gm: GhostMem, mode: str, k: int, filters: Callable[[str], dict[str, Any]], precomputed: Embedder
+) -> _System:
+    def arguments(q: str) -> dict[str, Any]:
+        return {"query": q, "limit": k, "mode": mode, **filters(q)}
+
     def server(q: str) -> tuple[float, _Found]:
-        srv, data = server_side(gm, "search_personal_memory", {"query": q, **base}, precomputed)
+        srv, data = server_side(gm, "search_personal_memory", arguments(q), precomputed)
         convs = [h.conv_id for h in data.rows]
         return srv, _Found(rows=len(convs), conv_ids=convs)
 
     return _System(
-        f"ghostmem {mode}",
-        server,
-        lambda q: gm.run("search_personal_memory", {"query": q, **base}),
-        floored=True,
+        f"ghostmem {mode}", server, lambda q: gm.run("search_personal_memory", arguments(q)), floored=True
     )
 
 
@@ -545,47 +667,43 @@ def _pgvectorstore_systems(
     conn: psycopg.Connection[Any],
     vectors: dict[str, list[float]],
     k: int,
-    filt: dict[str, Any] | None,
+    filt: Callable[[str], dict[str, Any] | None],
     fresh_hybrid: Callable[[bool], Any],
 ) -> list[_System]:
     def vector(q: str) -> tuple[float, _Found]:
         clock.take()
-        docs = lc_cached.similarity_search_by_vector(vectors[q], k=k, filter=filt)
+        docs = lc_cached.similarity_search_by_vector(vectors[q], k=k, filter=filt(q))
         srv = clock.take()
         ids = _lc_message_ids(conn, [d.id for d in docs])
         return srv, _Found(len(docs), [d.metadata["conv_id"] for d in docs], ids)
 
+    def hybrid_call(store: Any, q: str) -> Any:
+        f = filt(q)
+        return store.similarity_search(q, k=k, filter=f, hybrid_search_config=fresh_hybrid(f is not None))
+
     def hybrid(q: str) -> tuple[float, _Found]:
         clock.take()
-        docs = lc_cached.similarity_search(
-            q, k=k, filter=filt, hybrid_search_config=fresh_hybrid(filt is not None)
-        )
+        docs = hybrid_call(lc_cached, q)
         srv = clock.take()
         return srv, _Found(len(docs), [d.metadata["conv_id"] for d in docs])
 
     return [
-        _System("PGVectorStore vector", vector, lambda q: lc_live.similarity_search(q, k=k, filter=filt)),
-        _System(
-            "PGVectorStore hybrid",
-            hybrid,
-            lambda q: lc_live.similarity_search(
-                q, k=k, filter=filt, hybrid_search_config=fresh_hybrid(filt is not None)
-            ),
-        ),
+        _System("PGVectorStore vector", vector, lambda q: lc_live.similarity_search(q, k=k, filter=filt(q))),
+        _System("PGVectorStore hybrid", hybrid, lambda q: hybrid_call(lc_live, q)),
     ]
 
 
 def _langgraph_system(
-    store: Any, live: Any, clock: StatementClock, k: int, filt: dict[str, Any] | None
+    store: Any, live: Any, clock: StatementClock, k: int, filt: Callable[[str], dict[str, Any] | None]
 ) -> _System:
     def server(q: str) -> tuple[float, _Found]:
         clock.take()
-        items = store.search(NAMESPACE, query=q, limit=k, filter=filt)
+        items = store.search(NAMESPACE, query=q, limit=k, filter=filt(q))
         srv = clock.take()
         return srv, _Found(len(items), [i.value["conv_id"] for i in items], [int(i.key) for i in items])
 
     return _System(
-        "LangGraph PostgresStore", server, lambda q: live.search(NAMESPACE, query=q, limit=k, filter=filt)
+        "LangGraph PostgresStore", server, lambda q: live.search(NAMESPACE, query=q, limit=k, filter=filt(q))
     )
 
 
@@ -671,7 +789,13 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.peers", description=__doc__.splitlines()[0])
     add_common_args(p, 100_000)
     p.add_argument("--k", type=int, default=10, help="results per search")
-    p.add_argument("--days", type=int, default=30, help="the time filter's window")
+    p.add_argument(
+        "--cases",
+        default="",
+        help="comma-separated case labels to run (default: all: "
+        + ", ".join(c.label for c in default_cases())
+        + ")",
+    )
     p.add_argument(
         "--peers", default="pgvectorstore,langgraph", help="comma-separated: pgvectorstore,langgraph"
     )

@@ -199,7 +199,8 @@ def peers_section(runs: list[dict[str, Any]]) -> str:
     if not runs:
         return ""
     out = [
-        "## The peers side by side: `search_personal_memory` against PGVectorStore, LangGraph, exact scan\n"
+        "## The peers side by side: `search_personal_memory` against PGVectorStore, LangGraph, exact scan\n",
+        peers_summary(runs),
     ]
     for r in runs:
         out.append(f"### {r['messages']:,} messages, k = {r['k']}, {r['queries']} queries per case\n")
@@ -240,6 +241,41 @@ def peers_section(runs: list[dict[str, Any]]) -> str:
             out.append(_table(("system", "server p50", "server p95", "call p50", "call p95"), ratio_rows))
             out.append("")
     return "\n".join(out)
+
+
+def peers_summary(runs: list[dict[str, Any]]) -> str:
+    """One row per case and size: ghostmem hybrid against PGVectorStore hybrid (same run), speed and quality."""
+    rows = []
+    for r in runs:
+        load = r["machine"].get("load_average") or [None]
+        for case in r["cases"]:
+            gm = case["systems"].get("ghostmem hybrid")
+            lc = case["systems"].get("PGVectorStore hybrid")
+            if not gm or not lc:
+                continue
+            ratio = case["ratio_peer_over_ghostmem_hybrid"].get("PGVectorStore hybrid", {})
+            rows.append(
+                (
+                    f"{r['messages']:,}", case["case"],
+                    f"{gm['server']['p50_ms']:.2f} / {gm['server']['p95_ms']:.2f}",
+                    f"{lc['server']['p50_ms']:.2f} / {lc['server']['p95_ms']:.2f}",
+                    f"**{ratio.get('server_p50')} / {ratio.get('server_p95')}**",
+                    gm.get("conv_recall"), lc.get("conv_recall"),
+                    f"{gm['rows_median']:.0f} / {lc['rows_median']:.0f}", load[0],
+                )
+            )  # fmt: skip
+    if not rows:
+        return ""
+    head = (
+        "messages", "case", "ghostmem hybrid p50 / p95", "PGVectorStore hybrid p50 / p95", "ratio p50 / p95",
+        "ghostmem conv recall@k", "PGVectorStore conv recall@k", "rows", "load",
+    )  # fmt: skip
+    return (
+        "Every case at a glance — server-side ms, PGVectorStore hybrid ÷ ghostmem hybrid from the same run (above 1 "
+        "= ghostmem faster), conversation recall@k against the exact nearest conversations (ghostmem's within its "
+        "similarity floor), rows returned (median); the load average is the machine's when the run ended (2 cores):"
+        f"\n\n{_table(head, rows)}\n"
+    )
 
 
 def ingest_section(runs: list[dict[str, Any]]) -> str:

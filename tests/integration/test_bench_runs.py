@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,8 @@ def results(bench_dsn: str, server_dsn: str, tmp_path_factory: pytest.TempPathFa
         indexes_after_first = sorted(name for _, name, _ in scale.secondary_indexes(conn))
     assert scale.main([*SMOKE, "--dsn", bench_dsn, "--json", str(out / "scale-again.json")]) == 0
     assert peers.main([*SMOKE, "--dsn", bench_dsn, "--json", str(out / "peers.json")]) == 0
+    again = ["--cases", "days=7", "--json", str(out / "peers-again.json")]
+    assert peers.main([*SMOKE, "--dsn", bench_dsn, *again]) == 0
     assert (
         ingest.main(
             ["--messages", "300", "--model", "hash", "--dsn", server_dsn, "--json", str(out / "ingest.json")]
@@ -93,7 +96,16 @@ def test_scale_times_every_read_operation(results: dict[str, Any]) -> None:
 
 def test_peers_compare_on_the_same_data(results: dict[str, Any]) -> None:
     run = results["peers"]
-    assert [c["case"] for c in run["cases"]] == ["no filter", "days=30"]
+    assert [c["case"] for c in run["cases"]] == [
+        "no filter",
+        "days=7",
+        "days=30",
+        "platform=codex",
+        "project",
+    ]
+    # the second run reused the peers' copies (same corpus, same table definitions) and ran the case it was given
+    assert results["peers-again"]["peer_setup"] == run["peer_setup"]
+    assert [c["case"] for c in results["peers-again"]["cases"]] == ["days=7"]
     talk = run["load"]["embedded_real"] + run["load"]["embedded_synthetic"]
     assert run["peer_setup"]["pgvectorstore"]["rows"] == talk == run["peer_setup"]["langgraph"]["rows"]
     for case in run["cases"]:
@@ -112,6 +124,36 @@ def test_peers_compare_on_the_same_data(results: dict[str, Any]) -> None:
     # on 2,000 messages an HNSW scan is close to exact: the recall bookkeeping must say so
     assert unfiltered["PGVectorStore vector"]["msg_recall"] >= 0.8
     assert unfiltered["ghostmem vector"]["conv_recall"] >= 0.8
+
+
+def test_every_system_filters_the_same_messages(bench_dsn: str) -> None:
+    """A case's filter in ghostmem's terms (a project substring that may also match titles) and in the peers'
+    (the whole project path) select the same messages, so the comparison is like for like."""
+    with psycopg.connect(bench_dsn) as conn:
+        for i, name in enumerate(peers.PROJECTS):
+            case = peers.Case("project", projects=True)
+            ((column, op, path),) = case.conditions(i, corpus.now_utc())
+            assert (column, op) == ("project", "=") and case.ghostmem(i) == {"project": name}
+            by_path, by_substring = conn.execute(
+                """
+                SELECT count(*) FILTER (WHERE m.project = %(path)s),
+                       count(*) FILTER (WHERE m.project ILIKE %(like)s OR c.title ILIKE %(like)s)
+                FROM ghostmem.messages m
+                JOIN ghostmem.conversations c ON c.owner = m.owner AND c.tier = m.tier AND c.conv_id = m.conv_id
+                WHERE m.owner = %(owner)s
+                """,
+                {"path": path, "like": f"%{name}%", "owner": corpus.OWNER},
+            ).fetchone()  # type: ignore[misc]
+            assert by_path == by_substring
+    filters = peers.Case("both", days=7, platform="codex")
+    now = corpus.now_utc()
+    assert filters.pgvectorstore(0, now) == {
+        "$and": [{"ts": {"$gte": now - timedelta(days=7)}}, {"platform": {"$eq": "codex"}}]
+    }
+    assert filters.langgraph(0, now) == {
+        "ts": {"$gte": (now - timedelta(days=7)).isoformat(timespec="seconds")},
+        "platform": {"$eq": "codex"},
+    }
 
 
 def test_ingest_imports_everything_and_embeds_the_conversational_text(results: dict[str, Any]) -> None:
@@ -139,7 +181,7 @@ def test_report_renders_every_result_with_its_command(results: dict[str, Any], t
     for name in ("scale", "peers", "ingest", "cli"):
         assert results[name]["command"] in text
     assert "PGVectorStore hybrid" in text and "## Speed at scale" in text and "## Ingest throughput" in text
-    assert "## Cold commands" in text
+    assert "## Cold commands" in text and "Every case at a glance" in text
     assert f"{results['peers']['cases'][0]['systems']['ghostmem hybrid']['server']['p50_ms']:.2f}" in text
     assert (tmp_path / "img" / "bench-peers.png").stat().st_size > 1000
     assert (tmp_path / "img" / "bench-scale.png").stat().st_size > 1000
