@@ -524,7 +524,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             return HybridSearchConfig(
                 tsv_column="content_tsv",
                 fusion_function=reciprocal_rank_fusion,
-                primary_top_k=vector_depth(k, DEPTH_PER_LEG, filtered),
+                primary_top_k=vector_depth(
+                    k, DEPTH_PER_LEG, 0.0 if filtered else None
+                ),  # as deep as ghostmem's deepest
                 secondary_top_k=DEPTH_PER_LEG,
             )
 

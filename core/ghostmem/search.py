@@ -55,8 +55,13 @@ from ghostmem.text import CJK
 
 RRF_K = 60
 DEPTH_PER_LEG = 100  # messages each leg contributes to the fusion (at least 5 per requested conversation)
-FILTERED_VECTOR_PER_HIT = 5  # under a filter the vector leg gives this many per requested conversation ...
+FILTERED_VECTOR_PER_HIT = (
+    5  # under a narrow filter the vector leg gives this many per requested conversation ...
+)
 FILTERED_VECTOR_DEPTH_MIN = 50  # ... and at least this many
+WIDE_FILTER_SHARE = 0.05  # filters keeping at least this share of the owner's messages are wide ...
+WIDE_VECTOR_PER_HIT = 2  # ... and the vector leg gives this many per requested conversation ...
+WIDE_VECTOR_DEPTH_MIN = 20  # ... and at least this many
 HNSW_EF_SEARCH = 100  # candidates an HNSW search keeps (pgvector's default is 40)
 DF_CAP = 100  # document frequencies are counted up to this; rarer lexemes gather the lexical candidates
 MAX_QUERY_TERMS = 64  # a long query keeps its longest (most specific) lexemes
@@ -185,10 +190,8 @@ lex_hits AS MATERIALIZED (
 ),
 lex_n AS MATERIALIZED (
     SELECT CASE WHEN NOT (SELECT enough FROM lex_enough) THEN (
-        SELECT greatest(count(*), 1)::float8 FROM (
-            SELECT 1 FROM ghostmem.messages m WHERE m.owner = %(owner)s AND m.tier = ANY(%(tiers)s)
-            LIMIT {n_cap}
-        ) s
+        SELECT greatest(least(coalesce(sum(c.n), 0), {n_cap}), 1)::float8 FROM ghostmem.message_counts c
+        WHERE c.owner = %(owner)s AND c.tier = ANY(%(tiers)s)
     ) ELSE {n_cap}::float8 END AS n
 ),
 lex_idf AS MATERIALIZED (
@@ -323,20 +326,55 @@ def vector_weight(query: str) -> float:
     return 0.0 if CJK.search(query) else 1.0
 
 
-def vector_depth(limit: int, depth: int, filtered: bool) -> int:
-    """How many nearest messages the vector leg contributes when ``limit`` conversations are asked for.
+def vector_depth(limit: int, depth: int, share: float | None) -> int:
+    """How many nearest messages the vector leg contributes when ``limit`` conversations are asked for, given the
+    share of the owner's messages the search's filters keep (``None``: no filter; see :func:`_filter_share`; a
+    vector leg that runs alone, ``mode=vector``, fills the results by itself and is given 0, as narrow).
 
-    ``depth``, as the lexical leg, unless a filter (time, platform, project) applies: a filtered HNSW scan costs in
+    ``depth``, as the lexical leg, unless a filter (time, platform, project) applies. A filtered HNSW scan costs in
     proportion to the rows it must find divided by the share of rows that pass (at a million messages, 100 rows
-    with ``days=30`` took 7.7 ms, 50 took 4.1 ms), and a vector rank past five per conversation adds little to
-    the fusion (1/(60+50) against 1/61 for the first). Unfiltered, the deeper list is cheap (+0.5 ms) and the
-    retrieval benchmarks, which do not filter, were better with it: 100 against 40 rows gave LongMemEval_S dev35
-    hybrid recall_all@5 0.967 against 0.933, JSQuAD dev recall@5 0.961 against 0.953, LoCoMo dev turn recall@10
-    0.716 against 0.724.
+    with ``days=30`` took 7.7 ms, 50 took 4.1 ms), and a vector rank past a few per conversation adds little to
+    the fusion (1/(60+50) against 1/61 for the first). Under a wide filter (at least :data:`WIDE_FILTER_SHARE` of
+    the messages: a month, a platform) two per requested conversation, at least 20: the lexical leg finds enough
+    of its own there, and on the bench's 100k corpus conversation recall held or rose (``days=30`` 0.558 -> 0.585,
+    ``platform=codex`` 0.610 -> 0.623, ``days=7`` 0.633 -> 0.640) at about half the scan. Under a narrow one (one
+    project: 3-4% of the messages) five per conversation, at least 50: there the lexical leg keeps few of its
+    matches and the vector leg fills the results (with 20 rows a project search's recall fell from 0.763 to 0.727
+    and 14 of 48 queries got fewer than 10 conversations instead of 4). Unfiltered, the deeper list is cheap
+    (+0.5 ms) and the retrieval benchmarks, which do not filter, were better with it: 100 against 40 rows gave
+    LongMemEval_S dev35 hybrid recall_all@5 0.967 against 0.933, JSQuAD dev recall@5 0.961 against 0.953, LoCoMo
+    dev turn recall@10 0.716 against 0.724.
     """
-    if not filtered:
+    if share is None:
         return depth
+    if share >= WIDE_FILTER_SHARE:
+        return min(depth, max(WIDE_VECTOR_DEPTH_MIN, WIDE_VECTOR_PER_HIT * limit))
     return min(depth, max(FILTERED_VECTOR_DEPTH_MIN, FILTERED_VECTOR_PER_HIT * limit))
+
+
+def _filter_share(args: SearchPersonalMemoryArgs) -> sql.Composable:
+    """SQL for the share of the owner's messages the search's filters keep, from the counts kept by migration 092:
+    platform and project from ``message_counts`` (a project matching only titles is not counted: the share is a
+    lower bound), the time window from ``message_days``, taken as independent. A few dozen small rows."""
+    owner = sql.SQL("c.owner = %(owner)s AND c.tier = ANY(%(tiers)s)")
+    scope = [owner]
+    if args.platform is not None:
+        scope.append(sql.SQL("c.platform = %(platform)s"))
+    if args.project is not None:
+        scope.append(sql.SQL("c.project ILIKE %(project)s"))
+    window = (
+        sql.SQL(
+            " * (SELECT coalesce(sum(c.n), 0) FROM ghostmem.message_days c WHERE {owner}"
+            " AND c.day >= ((now() - make_interval(days => %(days)s)) AT TIME ZONE 'UTC')::date) / t.n"
+        ).format(owner=owner)
+        if args.days is not None
+        else sql.SQL("")
+    )
+    return sql.SQL(
+        "(SELECT CASE WHEN t.n > 0 THEN (SELECT coalesce(sum(c.n), 0) FROM ghostmem.message_counts c WHERE {scope})"
+        " / t.n{window} END"
+        " FROM (SELECT coalesce(sum(c.n), 0)::float8 AS n FROM ghostmem.message_counts c WHERE {owner}) t)"
+    ).format(scope=sql.SQL(" AND ").join(scope), window=window, owner=owner)
 
 
 def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int, floor: float) -> Program[_Plan]:
@@ -356,10 +394,8 @@ def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int, floor: flo
         "project": like_pattern(args.project) if args.project is not None else None,
     }
     filtered = bool(_scope_filters(args))  # the same filters both legs apply
-    vec_depth = vector_depth(args.limit, depth, filtered)
     constants = {
         "depth": depth,
-        "vec_depth": vec_depth,
         "limit": args.limit,
         "df_cap": DF_CAP,
         "max_terms": MAX_QUERY_TERMS,
@@ -384,13 +420,13 @@ def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int, floor: flo
         " set_config('hnsw.max_scan_tuples', %(max_scan)s, true) AS max_scan"
     )
     setting_params = {
-        "ef_search": str(max(vec_depth, HNSW_EF_SEARCH)),
+        "ef_search": str(max(depth, HNSW_EF_SEARCH)),  # the vector leg's rows are never more than depth
         "max_scan": str(HNSW_MAX_SCAN_TUPLES),
     }
     if not vector:
         yield Query(sql.SQL("SELECT ") + settings, setting_params)
         return _Plan(params=params, literals=literals, lexical=lexical, vector=vector)
-    # Speaker names the query mentions (looked up in the same round trip).
+    # Speaker names the query mentions and how narrow its filters are (looked up in the same round trip).
     rows = yield Query(
         sql.SQL(
             """
@@ -399,12 +435,18 @@ def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int, floor: flo
                 WHERE EXISTS (SELECT 1 FROM ghostmem.messages m
                               WHERE m.owner = %(owner)s AND lower(m.speaker) = n.name AND m.speaker IS NOT NULL
                                 AND m.tier = ANY(%(tiers)s))
-            ) AS speakers
+            ) AS speakers, {share} AS share
             """
-        ).format(settings=settings),
-        {**setting_params, "names": _speaker_candidates(args.query), "owner": ctx.owner, "tiers": tiers},
+        ).format(
+            settings=settings, share=_filter_share(args) if filtered and lexical else sql.SQL("0::float8")
+        ),
+        {**setting_params, **params, "names": _speaker_candidates(args.query)},
     )
     params["speakers"] = list(rows[0]["speakers"])
+    # The vector leg alone (mode=vector) fills the results by itself: it is as deep as under a narrow filter. A
+    # store without counted messages (share NULL) counts as narrow too: its scan is short anyway.
+    share = float(rows[0]["share"] or 0.0)
+    literals["vec_depth"] = sql.Literal(vector_depth(args.limit, depth, share if filtered else None))
     dense_query = strip_names(args.query, params["speakers"])
     params["qvec"] = yield Embed(dense_query)
     params["vector_weight"] = weight = vector_weight(args.query)
