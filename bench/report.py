@@ -423,6 +423,34 @@ def capture_section(runs: list[dict[str, Any]]) -> str:
     return "\n".join(out)
 
 
+def fairness_section(runs: list[dict[str, Any]]) -> str:
+    """``bench.fairness``: a small owner's search beside a large owner against a database of its own."""
+    if not runs:
+        return ""
+    out = ["## A small owner beside a large one: search in a shared database against a database of its own\n"]
+    for r in runs:
+        out.append(
+            f"### {r['small']:,} messages beside an owner of {r['messages']:,}, {r['queries']} queries per case, "
+            "hybrid, k = 10\n"
+        )
+        out.append(f"Reproduce: `{r['command']}` ({_provenance(r)}).\n")
+        rows = [
+            (
+                c["case"], c["shared"]["p50_ms"], c["shared"]["p95_ms"], c["own"]["p50_ms"], c["own"]["p95_ms"],
+                f"**{c['ratio_shared_over_own']['p50']} / {c['ratio_shared_over_own']['p95']}**",
+                f"{c['same_results']} / {r['queries']}",
+            )
+            for c in r["cases"]
+        ]  # fmt: skip
+        head = (
+            "case", "shared p50 ms", "shared p95 ms", "own p50 ms", "own p95 ms", "shared ÷ own p50 / p95",
+            "same conversations",
+        )  # fmt: skip
+        out.append(_table(head, rows))
+        out.append("")
+    return "\n".join(out)
+
+
 def serve_section(runs: list[dict[str, Any]]) -> str:
     """``bench.serve``: one process, one store, many owners, a database restart in the middle."""
     if not runs:
@@ -734,6 +762,7 @@ def render(results_dir: Path = RESULTS, img_dir: Path = IMG, with_plots: bool = 
     parts.append(retrieval_section(results.get("retrieval", [])))
     parts.append(floor_section(results.get("retrieval_floor", [])))
     parts.append(peers_section(results.get("peers", [])))
+    parts.append(fairness_section(results.get("fairness", [])))
     parts.append(scale_section(results.get("scale", [])))
     parts.append(ingest_section(results.get("ingest", [])))
     parts.append(store_section(results.get("store", [])))

@@ -252,35 +252,23 @@ def load(
     progress: Callable[[str], None] = logger.info,
 ) -> LoadStats:
     """Generate the corpus and bulk-load it into a migrated, empty ghostmem schema (see the module doc)."""
-    stats = LoadStats()
     t_start = time.perf_counter()
-    end = datetime.now(UTC).replace(microsecond=0)
-    stats.corpus_end = end.isoformat()
-    vectors = corpus.VectorModel(seed)
     with psycopg.connect(dsn, autocommit=True) as conn:
         register_vector(conn)
         conn.execute("DELETE FROM ghostmem.conversations WHERE owner = %s", (corpus.OWNER,))
         indexes = secondary_indexes(conn)
         for schema, name, _ in indexes:
             conn.execute(sql.SQL("DROP INDEX {}").format(sql.Identifier(schema, name)))
-        batch: list[corpus.Conversation] = []
-        batch_msgs = 0
-        sampled = 0
-        fitted = False
-        t_gen = time.perf_counter()
-        for conv in corpus.conversations(messages, seed, end):
-            batch.append(conv)
-            batch_msgs += len(conv.messages)
-            if batch_msgs < chunk:
-                continue
-            stats.generate_s += time.perf_counter() - t_gen
-            sampled, fitted = _write_batch(conn, batch, vectors, embedder, sample, sampled, fitted, stats)
-            progress(f"loaded {stats.messages:,}/{messages:,} messages")
-            batch, batch_msgs = [], 0
-            t_gen = time.perf_counter()
-        stats.generate_s += time.perf_counter() - t_gen
-        if batch:
-            _write_batch(conn, batch, vectors, embedder, sample, sampled, fitted, stats)
+        stats = write_corpus(
+            conn,
+            messages,
+            seed,
+            corpus.OWNER,
+            embedder=embedder,
+            sample=sample,
+            chunk=chunk,
+            progress=progress,
+        )
         for schema, name, definition in indexes:
             progress(f"building index {name}")
             t0 = time.perf_counter()
@@ -309,8 +297,47 @@ def load(
     return stats
 
 
+def write_corpus(
+    conn: psycopg.Connection[Any],
+    messages: int,
+    seed: int,
+    owner: str,
+    *,
+    embedder: Embedder,
+    sample: int,
+    chunk: int = 20_000,
+    progress: Callable[[str], None] = logger.info,
+) -> LoadStats:
+    """Generate ``messages`` messages of the corpus for ``seed`` and COPY them in as ``owner``'s (indexes as they
+    are: :func:`load` drops and rebuilds them around this; a second owner is added with the indexes in place)."""
+    stats = LoadStats()
+    end = datetime.now(UTC).replace(microsecond=0)
+    stats.corpus_end = end.isoformat()
+    vectors = corpus.VectorModel(seed)
+    batch: list[corpus.Conversation] = []
+    batch_msgs = 0
+    sampled = 0
+    fitted = False
+    t_gen = time.perf_counter()
+    for conv in corpus.conversations(messages, seed, end):
+        batch.append(conv)
+        batch_msgs += len(conv.messages)
+        if batch_msgs < chunk:
+            continue
+        stats.generate_s += time.perf_counter() - t_gen
+        sampled, fitted = _write_batch(conn, owner, batch, vectors, embedder, sample, sampled, fitted, stats)
+        progress(f"loaded {stats.messages:,}/{messages:,} messages")
+        batch, batch_msgs = [], 0
+        t_gen = time.perf_counter()
+    stats.generate_s += time.perf_counter() - t_gen
+    if batch:
+        _write_batch(conn, owner, batch, vectors, embedder, sample, sampled, fitted, stats)
+    return stats
+
+
 def _write_batch(
     conn: psycopg.Connection[Any],
+    owner: str,
     batch: list[corpus.Conversation],
     vectors: corpus.VectorModel,
     embedder: Embedder,
@@ -364,7 +391,7 @@ def _write_batch(
                 talk = sum(1 for m in c.messages if m.role in ("user", "assistant"))
                 copy.write_row(
                     (
-                        corpus.OWNER, corpus.TIER, c.conv_id, c.platform, c.title, c.project, c.started_at,
+                        owner, corpus.TIER, c.conv_id, c.platform, c.title, c.project, c.started_at,
                         c.ended_at, talk, corpus.TOPIC_NAMES[c.topic], c.topic, round(min(1.0, talk / 60), 3),
                         first_user[:300] if first_user else None, "bench",
                         corpus.unit_mean(np.stack(own)) if own else None,
@@ -379,7 +406,7 @@ def _write_batch(
             for (c, m), v in zip(flat, vecs, strict=True):
                 copy.write_row(
                     (
-                        corpus.OWNER, corpus.TIER, c.conv_id, m.seq, m.native_id, m.role, m.text, m.ts,
+                        owner, corpus.TIER, c.conv_id, m.seq, m.native_id, m.role, m.text, m.ts,
                         c.platform, c.project, corpus.content_hash(m.text), v,
                     )
                 )  # fmt: skip

@@ -14,7 +14,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from bench import cli, corpus, ingest, peers, report, scale
+from bench import cli, corpus, fairness, ingest, peers, report, scale
 from bench.common import throwaway_database
 
 pytestmark = pytest.mark.slow
@@ -30,7 +30,15 @@ def bench_dsn(server_dsn: str) -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def results(bench_dsn: str, server_dsn: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+def own_dsn(server_dsn: str) -> Iterator[str]:
+    with throwaway_database(server_dsn, "ghostmem_bench_fair_smoke") as dsn:
+        yield dsn
+
+
+@pytest.fixture(scope="module")
+def results(
+    bench_dsn: str, own_dsn: str, server_dsn: str, tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, Any]:
     out = tmp_path_factory.mktemp("bench-results")
     assert scale.main([*SMOKE, "--dsn", bench_dsn, "--json", str(out / "scale.json")]) == 0
     with psycopg.connect(bench_dsn) as conn:
@@ -39,6 +47,8 @@ def results(bench_dsn: str, server_dsn: str, tmp_path_factory: pytest.TempPathFa
     assert peers.main([*SMOKE, "--dsn", bench_dsn, "--json", str(out / "peers.json")]) == 0
     again = ["--cases", "days=7", "--json", str(out / "peers-again.json")]
     assert peers.main([*SMOKE, "--dsn", bench_dsn, *again]) == 0
+    fair = ["--small", "300", "--own-dsn", own_dsn, "--json", str(out / "fairness.json")]
+    assert fairness.main([*SMOKE, "--dsn", bench_dsn, *fair]) == 0
     assert (
         ingest.main(
             ["--messages", "300", "--model", "hash", "--dsn", server_dsn, "--json", str(out / "ingest.json")]
@@ -124,6 +134,24 @@ def test_peers_compare_on_the_same_data(results: dict[str, Any]) -> None:
     # on 2,000 messages an HNSW scan is close to exact: the recall bookkeeping must say so
     assert unfiltered["PGVectorStore vector"]["msg_recall"] >= 0.8
     assert unfiltered["ghostmem vector"]["conv_recall"] >= 0.8
+
+
+def test_fairness_runs_the_small_owner_in_both_databases(
+    results: dict[str, Any], bench_dsn: str, own_dsn: str
+) -> None:
+    run = results["fairness"]
+    assert [c["case"] for c in run["cases"]] == [c.label for c in peers.default_cases()]
+    for case in run["cases"]:
+        assert case["shared"]["n"] == case["own"]["n"] == run["queries"]
+        assert case["ratio_shared_over_own"]["p95"] > 0
+    # the same data in both databases: the same conversations, but for an approximate HNSW scan now and then
+    assert sum(c["same_results"] for c in run["cases"]) >= 0.8 * run["queries"] * len(run["cases"])
+    for dsn, owners in ((bench_dsn, {corpus.OWNER, fairness.SMALL_OWNER}), (own_dsn, {fairness.SMALL_OWNER})):
+        with psycopg.connect(dsn) as conn:
+            counts = dict(
+                conn.execute("SELECT owner, count(*) FROM ghostmem.messages GROUP BY owner").fetchall()
+            )
+        assert set(counts) == owners and counts[fairness.SMALL_OWNER] == 300
 
 
 def test_every_system_filters_the_same_messages(bench_dsn: str) -> None:
