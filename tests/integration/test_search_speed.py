@@ -9,11 +9,12 @@ from typing import Any
 import pytest
 from ghostmem import GhostMem, HashEmbedder
 from ghostmem.args import SearchPersonalMemoryArgs
-from ghostmem.program import Program, Query, run_sync
+from ghostmem.program import run_sync
 from ghostmem.search import search_personal_memory
 from psycopg import Connection
 from support.conversations import conversation, import_generic
 from support.databases import fresh_database
+from support.statements import recording
 
 _KEPT = """
     SELECT 'counts', owner, tier, platform || '/' || project, n FROM ghostmem.message_counts WHERE n <> 0
@@ -89,25 +90,6 @@ def test_message_counts_follow_every_write(own_dsn: str, tmp_path: Path) -> None
             assert _counts(conn) == (set(), set())
 
 
-def _explained(program: Program[Any], conn: Connection[Any], plans: list[str]) -> Program[Any]:
-    """``program``, with the plan of each of its search statements (EXPLAIN ANALYZE) added to ``plans``."""
-    reply: Any = None
-    try:
-        while True:
-            step = program.send(reply)
-            if isinstance(step, Query) and not isinstance(step.text, bytes | str):
-                text = step.text.as_string(conn)
-                if "ghostmem.conversations c" in text:
-                    rows = conn.execute(
-                        f"EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) {text}".encode(),
-                        step.params,  # type: ignore[arg-type]
-                    ).fetchall()
-                    plans.append("\n".join(r[0] for r in rows))
-            reply = yield step
-    except StopIteration as done:
-        return done.value
-
-
 def test_the_store_size_of_the_idf_is_read_from_the_counts(gm: GhostMem, tmp_path: Path) -> None:
     """A query whose words are not all in one message fetches word by word; its idf needs the owner's store size,
     which comes from one row of message_counts (not from counting up to N_CAP rows of an index)."""
@@ -117,36 +99,25 @@ def test_the_store_size_of_the_idf_is_read_from_the_counts(gm: GhostMem, tmp_pat
         [conversation(f"w{i}", f"w {i}", 1, [f"alpha note {i}", f"beta note {i}"]) for i in range(30)],
     )
     args = SearchPersonalMemoryArgs(query="alpha beta", mode="lexical")
-    plans: list[str] = []
+    seen: list[tuple[str, Any]] = []
     with gm.connection() as conn:
-        result = run_sync(
-            _explained(search_personal_memory(gm.context, args), conn, plans), conn, gm.embedder
-        )
+        result = run_sync(recording(search_personal_memory(gm.context, args), conn, seen), conn, gm.embedder)
+        text, params = seen[-1]  # explained in the search's transaction, with its settings
+        rows = conn.execute(f"EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) {text}".encode(), params)
+        plan = "\n".join(r[0] for r in rows)
     assert result.rows  # each word matches alone: found word by word
-    lex_n = plans[0].split("CTE lex_n", 1)[1].split("CTE lex_idf", 1)[0]
+    lex_n = plan.split("CTE lex_n", 1)[1].split("CTE lex_idf", 1)[0]
     assert "message_counts" in lex_n and "on messages" not in lex_n
     assert "never executed" not in lex_n.split("message_counts", 1)[1].splitlines()[0]
 
 
 def _vector_depth_chosen(gm: GhostMem, **filters: Any) -> int:
     """The number of rows the search statement asks its HNSW scan for (the LIMIT of ``vec_scan``)."""
-    seen: list[str] = []
-
-    def watching(program: Program[Any], conn: Connection[Any]) -> Program[Any]:
-        reply: Any = None
-        try:
-            while True:
-                step = program.send(reply)
-                if isinstance(step, Query) and not isinstance(step.text, bytes | str):
-                    seen.append(step.text.as_string(conn))
-                reply = yield step
-        except StopIteration as done:
-            return done.value
-
+    seen: list[tuple[str, Any]] = []
     args = SearchPersonalMemoryArgs(query="deploy notes", limit=10, **filters)
     with gm.connection() as conn:
-        run_sync(watching(search_personal_memory(gm.context, args), conn), conn, gm.embedder)
-    statement = seen[-1]
+        run_sync(recording(search_personal_memory(gm.context, args), conn, seen), conn, gm.embedder)
+    statement = seen[-1][0]
     return int(statement.split("vec_scan AS MATERIALIZED", 1)[1].split("LIMIT", 1)[1].split()[0])
 
 
