@@ -14,7 +14,7 @@ from ghostmem.search import search_personal_memory
 from psycopg import Connection
 from support.conversations import conversation, import_generic
 from support.databases import fresh_database
-from support.statements import recording
+from support.statements import generic_plan, recording
 
 _KEPT = """
     SELECT 'counts', owner, tier, platform || '/' || project, n FROM ghostmem.message_counts WHERE n <> 0
@@ -146,3 +146,40 @@ def test_the_vector_depth_follows_how_narrow_the_filters_are(gm: GhostMem, tmp_p
             "INSERT INTO ghostmem.message_counts VALUES ('someone-else', 'personal', 'generic', 'tiny', 1000000)"
         )
     assert _vector_depth_chosen(gm, project="tiny") == 50
+
+
+def test_the_generic_plan_reads_through_the_indexes_beside_another_owner(
+    server_dsn: str, tmp_path: Path
+) -> None:
+    """In a database with several owners the owner's selectivity in a generic plan is a guess (1/number of owners):
+    the plan must still fetch words through the GIN index alone — no sequential scan of messages (a rare word would
+    read all of it) and no AND with an (owner, ...) btree bitmap (every entry of a large owner), for a small owner
+    and a large one alike. (Which path the vector leg takes at this size is the planner's cost choice: at a few
+    hundred rows an exact sort beats HNSW; test_search.py pins HNSW with sorts made expensive.)"""
+    with fresh_database(server_dsn, "ghostmem_plans") as dsn:
+        big_convs = [
+            conversation(f"b{i}", f"b {i}", i % 30, [f"routine deploy log {i}", "fine"]) for i in range(300)
+        ]
+        small_convs = [conversation(f"s{i}", f"s {i}", 1, [f"deploy of tiny {i}", "ok"]) for i in range(5)]
+        for owner, convs in (("big", big_convs), ("small", small_convs)):
+            with GhostMem(dsn=dsn, owner=owner, embedder=HashEmbedder()) as gm:
+                import_generic(gm, tmp_path / f"{owner}.jsonl", convs)
+        for owner in ("small", "big"):
+            with GhostMem(dsn=dsn, owner=owner, embedder=HashEmbedder()) as gm:
+                with gm.connection() as conn:
+                    conn.execute("ANALYZE ghostmem.messages")
+                for filters in ({}, {"days": 7}, {"project": "ops"}):
+                    seen: list[tuple[str, Any]] = []
+                    args = SearchPersonalMemoryArgs(query="rare deploy", **filters)
+                    with gm.connection() as conn:
+                        program = recording(search_personal_memory(gm.context, args), conn, seen)
+                        run_sync(program, conn, gm.embedder)
+                        plan = generic_plan(
+                            conn, seen[-1][0]
+                        )  # in the search's transaction, with its settings
+                    assert "Seq Scan on messages" not in plan and "BitmapAnd" not in plan, (
+                        owner,
+                        filters,
+                        plan,
+                    )
+                    assert "Bitmap Index Scan on messages_tsv" in plan, plan
