@@ -6,6 +6,7 @@ from typing import Any
 
 from ghostmem import GhostMem, OpSpec, get_op
 from ghostmem.binding import Binding, Closes, passages
+from ghostmem.context import OpContext
 from ghostmem.embed import Embedder
 from ghostmem.records import Platform
 from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
@@ -13,6 +14,8 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig, ensure_config
 from pydantic import BaseModel, ConfigDict, Field
+
+from langchain_ghostmem.tools import call_context
 
 SEARCH = get_op("search_personal_memory")
 GHOSTS = get_op("search_ghost_memories")
@@ -37,25 +40,27 @@ class _GhostMemBaseRetriever(Closes, BaseRetriever):
         binding = binding or Binding(store, owner=owner, current_project=current_project, embedder=embedder)
         super().__init__(binding=binding, **kwargs)  # type: ignore[call-arg]  # pydantic fields
 
-    # A retriever's own methods do not see the call's config: hand its ``configurable`` (whose memory) on.
+    # A retriever's own methods do not see the call: hand on whose memory it is for (its config, else the
+    # runtime context of the LangGraph run it is part of; see call_context).
     def invoke(self, input: str, config: RunnableConfig | None = None, **kwargs: Any) -> list[Document]:
-        configurable = ensure_config(config).get("configurable")
-        return super().invoke(input, config, configurable=configurable, **kwargs)
+        context = call_context(self.binding, ensure_config(config))
+        return super().invoke(input, config, call=context, **kwargs)
 
     async def ainvoke(
         self, input: str, config: RunnableConfig | None = None, **kwargs: Any
     ) -> list[Document]:
-        configurable = ensure_config(config).get("configurable")
-        return await super().ainvoke(input, config, configurable=configurable, **kwargs)
+        context = call_context(self.binding, ensure_config(config))
+        return await super().ainvoke(input, config, call=context, **kwargs)
 
-    def _run(self, spec: OpSpec[Any, Any], arguments: dict[str, Any], configurable: Any) -> list[Document]:
-        return _documents(self.binding.run(spec, arguments, self.binding.context_for(configurable)).data)
+    def _run(
+        self, spec: OpSpec[Any, Any], arguments: dict[str, Any], call: OpContext | None
+    ) -> list[Document]:
+        return _documents(self.binding.run(spec, arguments, call).data)
 
     async def _arun(
-        self, spec: OpSpec[Any, Any], arguments: dict[str, Any], configurable: Any
+        self, spec: OpSpec[Any, Any], arguments: dict[str, Any], call: OpContext | None
     ) -> list[Document]:
-        context = self.binding.context_for(configurable)
-        return _documents((await self.binding.arun(spec, arguments, context)).data)
+        return _documents((await self.binding.arun(spec, arguments, call)).data)
 
 
 class GhostMemRetriever(_GhostMemBaseRetriever):
@@ -91,9 +96,9 @@ class GhostMemRetriever(_GhostMemBaseRetriever):
         *,
         run_manager: CallbackManagerForRetrieverRun,
         k: int | None = None,
-        configurable: Any = None,
+        call: OpContext | None = None,
     ) -> list[Document]:
-        return self._run(SEARCH, self._arguments(query, k), configurable)
+        return self._run(SEARCH, self._arguments(query, k), call)
 
     async def _aget_relevant_documents(
         self,
@@ -101,9 +106,9 @@ class GhostMemRetriever(_GhostMemBaseRetriever):
         *,
         run_manager: AsyncCallbackManagerForRetrieverRun,
         k: int | None = None,
-        configurable: Any = None,
+        call: OpContext | None = None,
     ) -> list[Document]:
-        return await self._arun(SEARCH, self._arguments(query, k), configurable)
+        return await self._arun(SEARCH, self._arguments(query, k), call)
 
 
 class GhostMemoryRetriever(_GhostMemBaseRetriever):
@@ -119,9 +124,9 @@ class GhostMemoryRetriever(_GhostMemBaseRetriever):
         *,
         run_manager: CallbackManagerForRetrieverRun,
         k: int | None = None,
-        configurable: Any = None,
+        call: OpContext | None = None,
     ) -> list[Document]:
-        return self._run(GHOSTS, {"query": query, "limit": k or self.k}, configurable)
+        return self._run(GHOSTS, {"query": query, "limit": k or self.k}, call)
 
     async def _aget_relevant_documents(
         self,
@@ -129,9 +134,9 @@ class GhostMemoryRetriever(_GhostMemBaseRetriever):
         *,
         run_manager: AsyncCallbackManagerForRetrieverRun,
         k: int | None = None,
-        configurable: Any = None,
+        call: OpContext | None = None,
     ) -> list[Document]:
-        return await self._arun(GHOSTS, {"query": query, "limit": k or self.k}, configurable)
+        return await self._arun(GHOSTS, {"query": query, "limit": k or self.k}, call)
 
 
 def _documents(data: BaseModel) -> list[Document]:

@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 from ghostmem import OPS, GhostMem, GhostMemError, OpSpec, get_op
 from ghostmem.binding import Binding, Closes
+from ghostmem.context import OpContext
 from ghostmem.embed import Embedder
 from ghostmem.ops import format_validation_error
 from langchain_core.callbacks import AsyncCallbackManagerForToolRun, CallbackManagerForToolRun
@@ -93,8 +94,7 @@ class GhostMemTool(Closes, BaseTool):
         **arguments: Any,
     ) -> tuple[str, BaseModel]:
         try:
-            context = self.binding.context_for(config.get("configurable"))
-            result = self.binding.run(self.spec, arguments, context)
+            result = self.binding.run(self.spec, arguments, call_context(self.binding, config))
         except GhostMemError as exc:
             raise ToolException(str(exc)) from exc
         return result.text, result.data
@@ -106,11 +106,27 @@ class GhostMemTool(Closes, BaseTool):
         **arguments: Any,
     ) -> tuple[str, BaseModel]:
         try:
-            context = self.binding.context_for(config.get("configurable"))
-            result = await self.binding.arun(self.spec, arguments, context)
+            result = await self.binding.arun(self.spec, arguments, call_context(self.binding, config))
         except GhostMemError as exc:
             raise ToolException(str(exc)) from exc
         return result.text, result.data
+
+
+def call_context(binding: Binding, config: RunnableConfig) -> OpContext:
+    """Whose memory (and with ``project_key`` which project) a LangChain / LangGraph call is for: its
+    ``config["configurable"]``, else LangGraph's runtime ``context`` (``graph.invoke(..., context=...)``, a mapping
+    or an object such as a ``context_schema`` dataclass), else what ``binding`` was built with."""
+    return binding.context_for(config.get("configurable"), _runtime_context())
+
+
+def _runtime_context() -> Any:
+    """The ``context`` of the LangGraph run this call belongs to (None outside a graph, or without LangGraph)."""
+    try:
+        from langgraph.runtime import get_runtime
+
+        return getattr(get_runtime(), "context", None)
+    except (ImportError, RuntimeError, KeyError):  # not inside a graph run
+        return None
 
 
 def _validation_message(spec: OpSpec[Any, Any]) -> Callable[[ValidationError], str]:
@@ -127,7 +143,8 @@ class GhostMemToolkit(Closes, BaseToolkit):
 
     One toolkit (one store, one sync and one async pool) serves every user of an application: each call reads and
     writes the memory of the owner its config names, ``config={"configurable": {"user_id": ...}}`` (LangGraph
-    passes an agent's config on to its tools), else of ``owner``.
+    passes an agent's config on to its tools), else its LangGraph runtime context's (``context=...``, same key),
+    else of ``owner`` (see :func:`call_context`).
 
     Example::
 

@@ -8,12 +8,15 @@ import uuid
 import warnings
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, TypedDict
 
 import pytest
 from ghostmem import GhostMem, HashEmbedder
+from ghostmem.errors import InvalidArgument
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langgraph.graph import START, StateGraph
 from support.adapters import ScriptedChatModel, call, seed_conversations
 from support.connections import peak_backends, tagged
 
@@ -104,6 +107,75 @@ async def test_one_agent_answers_each_user_from_their_own_memory(pg_dsn: str) ->
     assert retriever.invoke("vault tokens", config=user(alice))[0].id == ids["vault"]
     assert await retriever.ainvoke("vault tokens", config=user(bob)) == []
     assert retriever.invoke("vault tokens") == []  # the fallback owner
+    await toolkit.aclose()
+    gm.close()
+
+
+@dataclass
+class UserContext:
+    """An application's LangGraph runtime context (``create_agent(..., context_schema=UserContext)``)."""
+
+    user_id: str
+    project_id: str | None = None
+
+
+async def test_langgraph_runtime_context_names_the_owner_of_tools_and_retrievers(pg_dsn: str) -> None:
+    """LangGraph v1's ``context=``: a compiled agent's tools and a retriever inside a graph node read the owner (and
+    the project, with project_key) from it; a call's configurable comes first; without either, the built owner."""
+    alice, bob = (f"{who}-{uuid.uuid4().hex[:8]}" for who in ("alice", "bob"))
+    gm = GhostMem(dsn=pg_dsn, owner=alice, embedder=HashEmbedder())
+    ids = seed_conversations(gm)  # alice's conversations; bob has none
+    toolkit = GhostMemToolkit(gm, owner="nobody", project_key="project_id")
+    agent = create_agent(
+        ScriptedChatModel(script=recall_script), tools=toolkit.get_tools(), context_schema=UserContext
+    )
+    question = {"messages": [HumanMessage("How did we rotate the vault tokens?")]}
+
+    def answer(result: dict[str, Any]) -> str:
+        return str(result["messages"][-1].content)
+
+    assert ids["vault"] in answer(agent.invoke(question, context=UserContext(alice)))
+    assert ids["vault"] not in answer(await agent.ainvoke(question, context=UserContext(bob)))
+    # both named: the call's configurable wins (the documented order)
+    both = agent.invoke(question, config=user(bob), context=UserContext(alice))
+    assert ids["vault"] not in answer(both)
+    assert ids["vault"] not in answer(agent.invoke(question))  # the built owner, "nobody"
+
+    def remember_script(messages: Sequence[BaseMessage]) -> AIMessage:
+        if not any(isinstance(m, ToolMessage) for m in messages):
+            return call("remember", 0, content="Deploys wait for the canary.")
+        return AIMessage("noted")
+
+    writer = create_agent(
+        ScriptedChatModel(script=remember_script), tools=toolkit.get_tools(), context_schema=UserContext
+    )
+    writer.invoke({"messages": [HumanMessage("remember this")]}, context=UserContext(bob, "billing"))
+    with GhostMem(dsn=pg_dsn, owner=bob, embedder=gm.embedder) as bobs:
+        rows = bobs.search_ghost_memories(query="", current_project="billing").data.rows
+    assert [(r.content, r.project) for r in rows] == [("Deploys wait for the canary.", "billing")]
+
+    retriever = GhostMemRetriever(gm, owner="nobody")
+
+    class State(TypedDict):
+        query: str
+        found: list[str]
+
+    def recall(state: State) -> dict[str, Any]:
+        return {"found": [d.id for d in retriever.invoke(state["query"])]}
+
+    async def arecall(state: State) -> dict[str, Any]:
+        return {"found": [d.id for d in await retriever.ainvoke(state["query"])]}
+
+    for node in (recall, arecall):
+        graph = StateGraph(State, context_schema=UserContext).add_node("recall", node)
+        compiled = graph.add_edge(START, "recall").compile()
+        asked: State = {"query": "vault tokens", "found": []}
+        assert (await compiled.ainvoke(asked, context=UserContext(alice)))["found"][0] == ids["vault"]
+        assert (await compiled.ainvoke(asked, context=UserContext(bob)))["found"] == []
+        if node is recall:  # a mapping as the context works too; a bad owner is one sentence
+            assert compiled.invoke(asked, context={"user_id": alice})["found"][0] == ids["vault"]
+            with pytest.raises(InvalidArgument, match="'user_id' must be a non-empty string"):
+                compiled.invoke(asked, context={"user_id": ""})
     await toolkit.aclose()
     gm.close()
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from ghostmem import GhostMem, HashEmbedder, InvalidArgument, get_op
 from ghostmem.binding import Binding
@@ -72,6 +74,22 @@ def test_a_calls_configuration_names_its_owner_and_project() -> None:
             binding.context_for({"user_id": bad})
     with pytest.raises(InvalidArgument, match="must not contain NUL"):
         binding.context_for({"user_id": "a\x00b"})
+
+
+def test_the_first_source_naming_an_owner_wins_and_others_fill_in() -> None:
+    """A call's configurable before LangGraph's runtime context (a mapping or an object with attributes)."""
+    binding = Binding(DSN, embedder=HashEmbedder(), owner="fallback", project_key="project_id")
+
+    @dataclasses.dataclass
+    class Runtime:
+        user_id: str | None = None
+        project_id: str | None = None
+
+    call = binding.context_for({"user_id": "alice"}, Runtime("bob", "billing"))
+    assert (call.owner, call.current_project) == ("alice", "billing")
+    assert binding.context_for({"thread_id": "t"}, Runtime("bob")).owner == "bob"
+    assert binding.context_for(None, {"user_id": "carol"}).owner == "carol"
+    assert binding.context_for(None, Runtime()) is binding.context
 
 
 def test_a_bound_project_narrows_the_scope_of_writes_unless_the_application_allows_more() -> None:
