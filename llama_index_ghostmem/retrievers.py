@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+import copy
+from typing import Any, Self
 
 from ghostmem import GhostMem, get_op
 from ghostmem.binding import Binding, Closes, passages
@@ -16,7 +17,19 @@ SEARCH = get_op("search_personal_memory")
 GHOSTS = get_op("search_ghost_memories")
 
 
-class GhostMemRetriever(Closes, BaseRetriever):
+class _CallerRetriever(Closes, BaseRetriever):
+    binding: Binding
+
+    def for_call(self, owner: str | None = None, current_project: str | None = None) -> Self:
+        """This retriever for one caller: ``owner`` (and ``current_project``) instead of the built ones, on the
+        same store and pools (nothing opened, nothing to close). LlamaIndex retrievers take no per-call
+        configuration; in a workflow step, ``retriever.for_call(await ctx.store.get("user_id"))``."""
+        view = copy.copy(self)
+        view.binding = self.binding.for_call(self.binding.caller(owner, current_project))
+        return view
+
+
+class GhostMemRetriever(_CallerRetriever):
     """Past conversations as nodes: one per matching conversation, best first, scored by hybrid relevance.
 
     A node's text is the conversation's best-matching messages (or its first message); its metadata the row
@@ -60,7 +73,7 @@ class GhostMemRetriever(Closes, BaseRetriever):
         return _nodes(result.data)
 
 
-class GhostMemoryRetriever(Closes, BaseRetriever):
+class GhostMemoryRetriever(_CallerRetriever):
     """Ghost memories (the rules an agent learned) as nodes, ranked and scored by ghostmem's formula.
 
     Retrieving counts as using a memory (it raises its activation), exactly like the tool.

@@ -12,11 +12,14 @@ from typing import Any
 
 from ghostmem import OPS, GhostMem, GhostMemError, OpSpec, get_op
 from ghostmem.binding import Binding, Closes
+from ghostmem.context import OpContext
 from ghostmem.embed import Embedder
 from ghostmem.strict import strict_schema
 from llama_index.core.tools import FunctionTool, ToolOutput
+from llama_index.core.tools.function_tool import async_to_sync
 from llama_index.core.tools.tool_spec.base import SPEC_FUNCTION_TYPE, BaseToolSpec
 from llama_index.core.tools.types import ToolMetadata
+from llama_index.core.workflow import Context
 from pydantic import BaseModel
 
 
@@ -25,6 +28,9 @@ def ghostmem_tool(spec: OpSpec[Any, Any], binding: Binding) -> FunctionTool:
 
     ``call``/``acall`` return a ``ToolOutput`` whose content is the rendered text and whose ``raw_output`` is the
     result model; a bad argument or unknown id gives ``is_error=True`` and one sentence the model can act on.
+    The function takes LlamaIndex's workflow ``Context`` (``ctx``, hidden from the model's schema): an agent hands
+    its run's context to the tool, and the call is for the owner (and with ``project_key`` the project) the run's
+    store names (:func:`caller_context`), else the binding's. Called outside an agent, no context is needed.
     """
 
     def failure(arguments: dict[str, Any], exc: GhostMemError) -> ToolOutput:
@@ -37,17 +43,22 @@ def ghostmem_tool(spec: OpSpec[Any, Any], binding: Binding) -> FunctionTool:
             exception=exc,
         )
 
-    def fn(**arguments: Any) -> BaseModel | ToolOutput:
+    def fn(ctx: Context | None = None, **arguments: Any) -> BaseModel | ToolOutput:
         try:
-            return binding.run(spec, arguments).data
+            context = async_to_sync(caller_context)(binding, ctx) if ctx is not None else None
+            return binding.run(spec, arguments, context).data
         except GhostMemError as exc:
             return failure(arguments, exc)
 
-    async def async_fn(**arguments: Any) -> BaseModel | ToolOutput:
+    async def async_fn(ctx: Context | None = None, **arguments: Any) -> BaseModel | ToolOutput:
         try:
-            return (await binding.arun(spec, arguments)).data
+            return (await binding.arun(spec, arguments, await caller_context(binding, ctx))).data
         except GhostMemError as exc:
             return failure(arguments, exc)
+
+    # FunctionTool finds the parameter to inject the workflow's Context into by its annotation (a class, not the
+    # string this module's postponed annotations make of it).
+    fn.__annotations__["ctx"] = async_fn.__annotations__["ctx"] = Context
 
     def callback(raw: BaseModel | ToolOutput) -> str | ToolOutput:
         return raw if isinstance(raw, ToolOutput) else spec.render(raw)
@@ -55,7 +66,24 @@ def ghostmem_tool(spec: OpSpec[Any, Any], binding: Binding) -> FunctionTool:
     metadata = (StrictToolMetadata if binding.strict else ToolMetadata)(
         name=spec.name, description=spec.description, fn_schema=binding.args_model(spec)
     )
-    return FunctionTool.from_defaults(fn=fn, async_fn=async_fn, tool_metadata=metadata, callback=callback)
+    return FunctionTool.from_defaults(
+        fn=fn,
+        async_fn=async_fn,
+        tool_metadata=metadata,
+        callback=callback,
+        partial_params={"ctx": None},  # a call outside an agent (tool.call(...)) has no workflow Context
+    )
+
+
+async def caller_context(binding: Binding, ctx: Context | None) -> OpContext:
+    """Whose memory a call in the workflow run ``ctx`` is for: the values its store holds under the binding's
+    ``owner_key`` (``user_id``) and ``project_key``, set by the application before the run
+    (``await ctx.store.set("user_id", "alice")``), else the binding's own. The run's ``state`` (which an
+    ``AgentWorkflow`` shows the model in its prompts) is not read."""
+    if ctx is None:
+        return binding.context
+    keys = [key for key in (binding.owner_key, binding.project_key) if key is not None]
+    return binding.context_for({key: await ctx.store.get(key, default=None) for key in keys})
 
 
 @dataclass
@@ -76,17 +104,27 @@ class StrictToolMetadata(ToolMetadata):
 
 
 class GhostMemToolSpec(Closes, BaseToolSpec):
-    """Every ghostmem operation as a LlamaIndex tool, bound to one owner (and optionally one project).
+    """Every ghostmem operation as a LlamaIndex tool, for every owner (and optionally one project).
+
+    One spec (one store, one sync and one async pool) serves every user: an agent hands each tool call its run's
+    workflow ``Context``, and the call reads and writes the memory of the owner that context's store names
+    (``owner_key``, ``user_id`` by default), else of ``owner``.
 
     Example::
 
-        tools = GhostMemToolSpec(GhostMem(), owner="alice", current_project="webapp").to_tool_list()
-        agent = FunctionAgent(tools=tools, llm=llm)
+        tools = GhostMemToolSpec(GhostMem(), current_project="webapp").to_tool_list()
+        agent = FunctionAgent(tools=tools, llm=llm)  # built once
+
+        ctx = Context(agent)  # per request
+        await ctx.store.set("user_id", "alice")
+        await agent.run(user_msg="...", ctx=ctx)
 
     Args:
         store: a :class:`~ghostmem.GhostMem`, a DSN, or ``None`` (embedded server / ``GHOSTMEM_DSN``).
-        owner: whose memory the tools read and write.
+        owner: whose memory the tools read and write when the run's context names none.
         current_project: when set, ghost-memory tools act for this project and the model cannot change it.
+        owner_key: the key of the workflow context's store that names a run's owner (default ``"user_id"``).
+        project_key: a key of that store naming a run's project (default none: ``current_project``).
         read_only: leave out the operations that write (``remember``, ``give_feedback``).
         ops: only these operations (by name), in this order.
         strict: schemas for strict tool calling (every argument required, optional ones nullable, limits in the
@@ -107,6 +145,8 @@ class GhostMemToolSpec(Closes, BaseToolSpec):
         ops: Sequence[str] | None = None,
         strict: bool = False,
         allowed_scopes: Sequence[str] | None = None,
+        owner_key: str = "user_id",
+        project_key: str | None = None,
     ) -> None:
         self.binding = Binding(
             store,
@@ -115,6 +155,8 @@ class GhostMemToolSpec(Closes, BaseToolSpec):
             embedder=embedder,
             strict=strict,
             allowed_scopes=allowed_scopes,
+            owner_key=owner_key,
+            project_key=project_key,
         )
         specs = [get_op(name) for name in ops] if ops is not None else list(OPS)
         self._tools = {

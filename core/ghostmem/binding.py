@@ -12,6 +12,7 @@ allows more scopes (``allowed_scopes``); the operation itself refuses any other 
 from __future__ import annotations
 
 import asyncio
+import copy
 import dataclasses
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -94,6 +95,7 @@ class Binding:
             bound |= {"allowlist"}
         self.bound: frozenset[str] = bound
         self._models: dict[str, type[OpArgs]] = {}
+        self._view = False  # a for_call view shares (and never closes) its parent's stores
 
     @property
     def owner(self) -> str:
@@ -109,18 +111,35 @@ class Binding:
         ``sources`` that names one, else the binding's. A source is a mapping or an object with attributes: a
         call's ``configurable``, LangGraph's runtime ``context``, a LlamaIndex workflow's store, the caller an MCP
         token authenticated. The application sets these, never the model."""
+        named = {
+            field: _first_named(sources, key)
+            for key, field in ((self.owner_key, "owner"), (self.project_key, "current_project"))
+            if key is not None
+        }
+        return self.caller(**named)
+
+    def caller(self, owner: object = None, current_project: object = None) -> OpContext:
+        """The binding's context with ``owner`` and ``current_project`` where given (a non-empty string or an
+        integer id; anything else is refused in one sentence)."""
         changes: dict[str, Any] = {}
-        for key, field in ((self.owner_key, "owner"), (self.project_key, "current_project")):
-            value = None if key is None else _first_named(sources, key)
+        for field, value in (("owner", owner), ("current_project", current_project)):
             if value is None:
                 continue
             named = identity_named(value)
             if named is None:
+                key = self.owner_key if field == "owner" else self.project_key or field
                 raise InvalidArgument(
                     f"the call's {key!r} must be a non-empty string or an integer id (got {value!r:.40})"
                 )
             changes[field] = named
         return dataclasses.replace(self.context, **changes) if changes else self.context
+
+    def for_call(self, context: OpContext) -> Binding:
+        """A binding that runs every call in ``context`` (one caller's owner and project) on this binding's stores,
+        pools and schemas: built per request at no cost, and closing it closes nothing."""
+        view = copy.copy(self)
+        view.context, view._view = context, True
+        return view
 
     def args_model(self, spec: OpSpec[Any, Any]) -> type[OpArgs]:
         """The argument model a model sees for ``spec`` (bound arguments removed), built once per operation."""
@@ -175,11 +194,13 @@ class Binding:
 
     def close(self) -> None:
         """Close the sync pool this binding opened (``aclose`` closes both)."""
-        if self._owns_store:
+        if self._owns_store and not self._view:
             self.store.close()
 
     async def aclose(self) -> None:
         """Close the pools this binding opened (a store the application passed in stays open)."""
+        if self._view:
+            return
         await self.astore.close()
         if self._owns_store:
             await asyncio.to_thread(self.store.close)

@@ -3,16 +3,20 @@ retriever."""
 
 from __future__ import annotations
 
+import asyncio
 import re
+import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from ghostmem import GhostMem
+import pytest
+from ghostmem import GhostMem, InvalidArgument
 from llama_index.core.agent.workflow import FunctionAgent, ToolCallResult
 from llama_index.core.base.llms.types import ChatMessage, MessageRole, ToolCallBlock
 from llama_index.core.llms import MockLLM
 from llama_index.core.llms.mock import MockFunctionCallingLLM
 from llama_index.core.query_engine import RetrieverQueryEngine
+from llama_index.core.workflow import Context
 from support.adapters import seed_conversations
 
 from llama_index_ghostmem import GhostMemRetriever, GhostMemToolSpec
@@ -94,3 +98,72 @@ async def test_query_engine_async(gm: GhostMem) -> None:
     response = await engine.aquery("carbonara guanciale")
     assert [n.node.node_id for n in response.source_nodes] == [ids["carbonara"]]
     await retriever.binding.aclose()
+
+
+def owner_script(messages: Sequence[ChatMessage], **kwargs: Any) -> ChatMessage:
+    """Remember a rule naming the user it was asked by, then list the rules it finds, then answer with them."""
+    results = [m for m in messages if m.role == MessageRole.TOOL]
+    asked = next(m.content for m in messages if m.role == MessageRole.USER) or ""
+    if not results:
+        return _call("remember", 0, content=f"The rule of {asked}.")
+    if len(results) == 1:
+        return _call("search_ghost_memories", 1, query="")
+    return ChatMessage(role=MessageRole.ASSISTANT, content=results[-1].content or "")
+
+
+async def test_one_spec_serves_many_owners_in_parallel_by_the_runs_context(gm: GhostMem) -> None:
+    """One spec and one agent: each run's workflow Context names its owner; runs in parallel each see only their
+    own memory, on one async pool; a model that names an owner in its arguments is refused."""
+    spec = GhostMemToolSpec(gm, owner="nobody", project_key="project_id")
+    agent = FunctionAgent(
+        tools=spec.to_tool_list(), llm=MockFunctionCallingLLM(response_generator=owner_script)
+    )
+    owners = [f"li-{uuid.uuid4().hex[:8]}-{i}" for i in range(8)]
+
+    async def run(owner: str) -> str:
+        ctx = Context(agent)
+        await ctx.store.set("user_id", owner)
+        await ctx.store.set("project_id", f"project-of-{owner}")
+        return str(await agent.run(user_msg=owner, ctx=ctx))
+
+    answers = await asyncio.gather(*(run(owner) for owner in owners))
+    for owner, answer in zip(owners, answers, strict=True):
+        assert f"The rule of {owner}." in answer, answer
+        assert sum(other in answer for other in owners) == 1, answer
+    pool = spec.binding.astore._pool
+    assert pool is not None and pool.get_stats()["pool_size"] <= gm.settings.pool_max_size
+    with GhostMem(dsn=gm.dsn, owner=owners[0], embedder=gm.embedder) as first:
+        rows = first.search_ghost_memories(query="", current_project=f"project-of-{owners[0]}").data.rows
+    assert [(r.content, r.project) for r in rows] == [
+        (f"The rule of {owners[0]}.", f"project-of-{owners[0]}")
+    ]
+    # a run whose context names nobody is the spec's owner's; a tool called outside an agent too
+    anyone = str(await agent.run(user_msg="anyone"))
+    assert not any(owner in anyone for owner in owners), anyone
+    search = next(t for t in spec.to_tool_list() if t.metadata.name == "search_ghost_memories")
+    assert [r.content for r in search.call(query="").raw_output.rows] == []  # "nobody" has only project rules
+    assert "ctx" not in search.metadata.get_parameters_dict()["properties"]
+    # the model cannot name an owner: no such argument
+    claimed = await search.acall(query="", user_id=owners[0])
+    assert claimed.is_error and "user_id: Extra inputs are not permitted" in claimed.content
+    bad = Context(agent)
+    await bad.store.set("user_id", ["not", "an", "id"])
+    refused = await search.acall(query="", ctx=bad)
+    assert refused.is_error and "'user_id' must be a non-empty string" in refused.content
+    await spec.aclose()
+
+
+async def test_a_retriever_for_one_caller_shares_the_pools(gm: GhostMem) -> None:
+    ids = seed_conversations(gm)  # gm's owner's; bob has none
+    retriever = GhostMemRetriever(gm, owner="bob")
+    assert await retriever.aretrieve("vault tokens") == []
+    mine = retriever.for_call(gm.owner)
+    assert (await mine.aretrieve("vault tokens"))[0].node.id_ == ids["vault"]
+    assert mine.binding.store is retriever.binding.store and mine.binding.astore is retriever.binding.astore
+    await mine.aclose()  # closes nothing of the shared binding
+    assert (
+        retriever.retrieve("vault tokens") == [] and mine.retrieve("vault tokens")[0].node.id_ == ids["vault"]
+    )
+    with pytest.raises(InvalidArgument, match="must be a non-empty string"):
+        retriever.for_call(" ")
+    await retriever.aclose()
