@@ -27,7 +27,7 @@ from ghostmem.ingest import runner
 from ghostmem.ingest.report import ImportReport
 from ghostmem.records import TIERS
 from ghostmem.store import embed_pending as embed_batches
-from ghostmem.store import purge, remember
+from ghostmem.store import fill_morphemes, purge, remember
 
 logger = logging.getLogger(__name__)
 
@@ -196,12 +196,16 @@ def _refresh_embedded(conn: Connection[Any], owner: str) -> int:
 
 
 def enrich(conn: Connection[Any], owner: str) -> int:
-    """Refresh every conversation of the owner (intensity, vector, cluster), then recluster from scratch.
+    """Refresh every conversation of the owner (intensity, vector, cluster), then recluster from scratch; first,
+    messages stored before the ``[ja]`` extra was installed get their Japanese words (:func:`store.fill_morphemes`).
 
     Returns how many conversations were refreshed.
     """
     count = 0
     with runner.autocommit(conn):
+        words = fill_morphemes(conn, owner)
+        if words:
+            logger.info("gave Japanese words to %d messages stored without them", words)
         for tier in TIERS:
             ids = [
                 r[0]

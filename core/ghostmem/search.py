@@ -8,6 +8,8 @@ Search ranks *messages* with two legs and fuses them by reciprocal rank (``1 / (
   all does each lexeme fetch at most :data:`DF_CAP` matches (their count is its document frequency, capped; the
   messages of lexemes rarer than the cap join the candidates). Time, platform and
   project filters are checked on the fetched rows, so no filter or common word makes the leg read every match.
+  A message is ranked as the document of its window (itself and its neighbours in the thread): a candidate lends
+  its query lexemes to both neighbours, and the window's BM25 counts its messages' length.
 * **vector**: pgvector HNSW over message embeddings, with iterative scans so that owner, tier, time, platform and
   project filters apply inside the scan and a narrow filter still yields its rows (:func:`vector_depth` says how
   many). It does not count for a query in CJK scripts (:func:`vector_weight`: the default model reads English).
@@ -172,12 +174,9 @@ lex_terms AS MATERIALIZED (
     LIMIT {max_terms}
 ),
 lex_all AS MATERIALIZED (
-    SELECT a.id, a.tier, a.conv_id, a.kept, CASE WHEN a.kept THEN length(a.tsv) END AS len
-    FROM (
-        SELECT m.id, m.tier, m.conv_id, m.tsv, {kept} AS kept FROM ghostmem.messages m
-        WHERE {owner} AND m.tsv @@ (SELECT string_agg(t.tq::text, ' & ')::tsquery FROM lex_terms t)
-        LIMIT {depth}
-    ) a
+    SELECT m.id, m.tier, m.conv_id, m.seq, {kept} AS kept FROM ghostmem.messages m
+    WHERE {owner} AND m.tsv @@ (SELECT string_agg(t.tq::text, ' & ')::tsquery FROM lex_terms t)
+    LIMIT {depth}
 ),
 -- Enough messages hold every word, or so many do (filters aside) that every word is common: the per-word fetches
 -- below would only add arbitrary samples of common words, so they are skipped.
@@ -212,9 +211,9 @@ lex_idf AS MATERIALIZED (
 ),
 -- A message of the conjunction holds every query lexeme: its `words` stay NULL, which the ranking reads as "all".
 lex_cand AS MATERIALIZED (
-    SELECT a.id, a.tier, a.conv_id, a.len, NULL::text[] AS words FROM lex_all a WHERE a.kept
+    SELECT a.id, a.tier, a.conv_id, a.seq, NULL::text[] AS words FROM lex_all a WHERE a.kept
     UNION ALL
-    SELECT m.id, m.tier, m.conv_id, length(m.tsv), tsvector_to_array(m.tsv)
+    SELECT m.id, m.tier, m.conv_id, m.seq, tsvector_to_array(m.tsv)
     FROM (
         SELECT DISTINCT h.id FROM lex_hits h JOIN lex_idf t ON t.lexeme = h.lexeme
         WHERE h.kept AND (t.df < {df_cap} OR NOT EXISTS (SELECT 1 FROM lex_idf r WHERE r.df < {df_cap}))
@@ -222,17 +221,48 @@ lex_cand AS MATERIALIZED (
     JOIN ghostmem.messages m ON m.id = c.id
     WHERE NOT EXISTS (SELECT 1 FROM lex_all a WHERE a.id = c.id AND a.kept)
 ),
+-- The query lexemes each candidate holds.
+lex_own AS MATERIALIZED (
+    SELECT c.tier, c.conv_id, c.seq, s.words
+    FROM lex_cand c CROSS JOIN LATERAL (
+        SELECT array_agg(t.lexeme) AS words FROM lex_idf t WHERE c.words IS NULL OR t.lexeme = ANY(c.words)
+    ) s
+    WHERE s.words IS NOT NULL
+),
+-- A message is ranked as the document of its window: itself and its neighbours in the thread (seq - 1, seq + 1).
+-- Each candidate lends its query lexemes to both neighbours; the 3 x depth windows holding the most idf are scored
+-- by BM25 over the window (its length the sum of its messages'). A one-message conversation is its own window.
+lex_win AS MATERIALIZED (
+    SELECT p.tier, p.conv_id, p.seq, array_agg(p.lexeme) AS words
+    FROM (
+        SELECT DISTINCT o.tier, o.conv_id, o.seq + d.d AS seq, u.lexeme
+        FROM lex_own o CROSS JOIN (VALUES (-1), (0), (1)) AS d(d) CROSS JOIN unnest(o.words) AS u(lexeme)
+    ) p
+    JOIN lex_idf t ON t.lexeme = p.lexeme
+    GROUP BY p.tier, p.conv_id, p.seq
+    ORDER BY sum(t.idf) DESC, p.tier, p.conv_id, p.seq
+    LIMIT 3 * {depth}
+),
+lex_doc AS MATERIALIZED (
+    SELECT w.tier, w.conv_id, w.words, x.id, x.len
+    FROM lex_win w CROSS JOIN LATERAL (
+        SELECT max(m.id) FILTER (WHERE m.seq = w.seq AND {kept}) AS id, sum(length(m.tsv)) AS len
+        FROM ghostmem.messages m
+        WHERE m.owner = %(owner)s AND m.tier = w.tier AND m.conv_id = w.conv_id
+          AND m.seq BETWEEN w.seq - 1 AND w.seq + 1 AND m.tsv IS NOT NULL
+    ) x
+    WHERE x.id IS NOT NULL
+),
 lex_avgdl AS MATERIALIZED (
-    SELECT greatest(avg(len), 1)::float8 AS avgdl FROM lex_cand
+    SELECT greatest(avg(len), 1)::float8 AS avgdl FROM lex_doc
 ),
 lex AS (
-    SELECT c.id, c.tier, c.conv_id, s.score, row_number() OVER (ORDER BY s.score DESC, c.id) AS rank
-    FROM lex_cand c CROSS JOIN lex_avgdl a CROSS JOIN LATERAL (
-        SELECT sum(t.idf * ({k1} + 1) / (1 + {k1} * (1 - {b} + {b} * c.len / a.avgdl))) AS score
-        FROM lex_idf t WHERE c.words IS NULL OR t.lexeme = ANY(c.words)
+    SELECT d.id, d.tier, d.conv_id, s.score, row_number() OVER (ORDER BY s.score DESC, d.id) AS rank
+    FROM lex_doc d CROSS JOIN lex_avgdl a CROSS JOIN LATERAL (
+        SELECT sum(t.idf * ({k1} + 1) / (1 + {k1} * (1 - {b} + {b} * d.len / a.avgdl))) AS score
+        FROM lex_idf t WHERE t.lexeme = ANY(d.words)
     ) s
-    WHERE s.score IS NOT NULL
-    ORDER BY s.score DESC, c.id
+    ORDER BY s.score DESC, d.id
     LIMIT {depth}
 )"""
 

@@ -40,6 +40,7 @@ from ghostmem.records import (
     clip,
 )
 from ghostmem.redact import redact
+from ghostmem.text import CJK_RANGES
 
 logger = logging.getLogger(__name__)
 
@@ -427,6 +428,42 @@ def _upsert_messages(
 def _morphemes(text: str, role: str) -> list[str]:
     """The Japanese words of a message indexed for words (a JSON list: unnest's arrays cannot hold arrays)."""
     return (japanese.terms(text) or []) if role in CONVERSATIONAL_ROLES else []
+
+
+def fill_morphemes(conn: Connection[Any], owner: str, *, batch_size: int = 500) -> int:
+    """Give the Japanese words to conversational messages stored without them (imported before the ``[ja]`` extra
+    was installed): the tsv trigger adds them to the lexical index. Returns how many messages got words.
+
+    ``conn`` must be in autocommit mode (each batch is its own transaction, so an interrupted run keeps what it
+    did). Without SudachiPy there is nothing to add and nothing is read. A message whose Japanese holds no content
+    word stays without words and is looked at again by the next run (cheap: it is rare).
+    """
+    if not japanese.available():
+        return 0
+    done = 0
+    last_id = 0
+    while True:
+        with conn.transaction():
+            rows = conn.execute(
+                """
+                SELECT id, text FROM ghostmem.messages
+                WHERE owner = %s AND id > %s AND morphemes IS NULL AND role IN ('user', 'assistant')
+                  AND text ~ %s
+                ORDER BY id LIMIT %s
+                """,
+                (owner, last_id, f"[{CJK_RANGES}]", batch_size),
+            ).fetchall()
+            if not rows:
+                return done
+            last_id = rows[-1][0]
+            words = [(japanese.terms(text), mid) for mid, text in rows]
+            found = [(w, mid) for w, mid in words if w]
+            if found:
+                conn.cursor().executemany(
+                    "UPDATE ghostmem.messages SET morphemes = %s WHERE id = %s AND owner = %s",
+                    [(w, mid, owner) for w, mid in found],
+                )
+        done += len(found)
 
 
 def _refresh_counts(conn: Connection[Any], owner: str, tier: str, conv_id: str) -> None:

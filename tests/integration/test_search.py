@@ -12,6 +12,7 @@ import pytest
 from ghostmem import GhostMem, HashEmbedder, japanese
 from ghostmem.args import ListRecentConversationsArgs, SearchPersonalMemoryArgs
 from ghostmem.embed import Embedder
+from ghostmem.ingest import runner
 from ghostmem.program import Program, Query, run_sync
 from ghostmem.search import (
     SIMILARITY_FLOOR,
@@ -21,6 +22,7 @@ from ghostmem.search import (
     strip_names,
     vector_weight,
 )
+from ghostmem.store import fill_morphemes
 from psycopg import Connection, sql
 from support.conversations import conversation, ids, import_generic
 
@@ -133,6 +135,49 @@ def test_a_mentioned_speaker_does_not_change_lexical_results(gm: GhostMem, tmp_p
     import_generic(gm, tmp_path / "t.jsonl", [conv])
     rows = _messages(gm, "What did Alice plant?", "hybrid")
     assert rows[0]["text"] == "I planted tomatoes"
+
+
+def test_a_message_is_found_by_the_words_of_its_neighbours(gm: GhostMem, tmp_path: Path) -> None:
+    """The lexical leg ranks a message as the document of its window (itself and the messages next to it)."""
+    chat = [
+        "What gave you the idea to open the bakery?",
+        "My grandmother made bread every morning when I was a child.",
+        "That is lovely.",
+        "Anyway, the weather turned cold.",
+    ]
+    import_generic(
+        gm,
+        tmp_path / "w.jsonl",
+        [
+            conversation("chat", "chat", 1, chat),
+            conversation("other", "other", 1, ["A bakery sells bread.", "Sure."]),
+            conversation("far", "far", 1, ["nothing in common", "still nothing"]),
+        ],
+    )
+    rows = _messages(gm, "Why did she open the bakery?", "lexical")
+    found = [r["text"] for r in rows]
+    # the answer holds none of the query's words: its question, the turn before it, lends them
+    assert chat[1] in found
+    assert found.index(chat[0]) < found.index(chat[1])  # the window that holds more is first
+    assert chat[3] not in found  # two turns away from any match
+    assert not {"nothing in common", "still nothing"} & set(found)  # windows stay inside their conversation
+    assert all(r["lex_rank"] is not None for r in rows)
+
+
+def test_a_one_message_conversation_is_ranked_by_plain_bm25(gm: GhostMem, tmp_path: Path) -> None:
+    """A conversation of one message is its own window: the shorter of two equal matches comes first."""
+    long = "sourdough " + " ".join(f"filler{i} word{i}" for i in range(40))
+    import_generic(
+        gm,
+        tmp_path / "one.jsonl",
+        [
+            conversation("long", "long", 1, [long]),
+            conversation("short", "short", 1, ["sourdough starter"]),
+        ],
+    )
+    rows = _messages(gm, "sourdough", "lexical")
+    assert [r["conv_id"] for r in rows] == ["short", "long"]
+    assert rows[0]["lex_score"] > rows[1]["lex_score"]
 
 
 def _messages(gm: GhostMem, query: str, mode: str, **kw: Any) -> list[dict[str, Any]]:
@@ -400,3 +445,32 @@ def test_japanese_words_are_stored_and_matched_across_inflections(gm: GhostMem, 
     assert stored["plain English text"] is None
     # 読みます shares no character pair with 読んだ: only the normalised word 読む joins them
     assert ids(gm.search_personal_memory("読みます", mode="lexical")) == ["read"]
+
+
+@pytest.mark.skipif(not japanese.available(), reason="needs the [ja] extra (SudachiPy)")
+def test_enrich_gives_japanese_words_to_messages_stored_without_them(gm: GhostMem, tmp_path: Path) -> None:
+    """Messages imported before the [ja] extra was installed have no words; ``ghostmem enrich`` fills them."""
+    import_generic(
+        gm,
+        tmp_path / "ja.jsonl",
+        [
+            conversation("read", "読書", 1, ["昨日その本を読んだ", "面白かった?"]),
+            conversation("en", "english", 1, ["plain English text", "ok"]),
+        ],
+    )
+    with gm.connection() as conn:
+        # as stored without SudachiPy: no words, the character pairs alone (the trigger rebuilds tsv)
+        conn.execute("UPDATE ghostmem.messages SET morphemes = NULL WHERE owner = %s", (gm.owner,))
+    assert ids(gm.search_personal_memory("読みます", mode="lexical")) == []
+    gm.enrich()
+    assert ids(gm.search_personal_memory("読みます", mode="lexical")) == ["read"]
+    with gm.connection() as conn:
+        stored = dict(
+            conn.execute(
+                "SELECT text, morphemes FROM ghostmem.messages WHERE owner = %s", (gm.owner,)
+            ).fetchall()
+        )
+    assert stored["昨日その本を読んだ"] == ["ja:其の", "ja:昨日", "ja:本", "ja:読む"]
+    assert stored["plain English text"] is None
+    with gm.connection() as conn, runner.autocommit(conn):
+        assert fill_morphemes(conn, gm.owner) == 0  # nothing left to fill
