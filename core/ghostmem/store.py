@@ -441,29 +441,39 @@ def fill_morphemes(conn: Connection[Any], owner: str, *, batch_size: int = 500) 
     if not japanese.available():
         return 0
     done = 0
+    for rows in _message_batches(
+        conn, owner, "morphemes IS NULL AND text ~ %s", (f"[{CJK_RANGES}]",), batch_size
+    ):
+        found = [(words, mid, owner) for mid, text in rows if (words := japanese.terms(text))]
+        if found:
+            conn.cursor().executemany(
+                "UPDATE ghostmem.messages SET morphemes = %s WHERE id = %s AND owner = %s", found
+            )
+        done += len(found)
+    return done
+
+
+def _message_batches(
+    conn: Connection[Any], owner: str, pending: str, params: tuple[Any, ...], batch_size: int
+) -> Iterator[list[tuple[Any, ...]]]:
+    """``(id, text)`` of the owner's conversational messages that match ``pending`` (a constant condition with
+    ``params``), ``batch_size`` at a time in id order; each batch is handled inside its own transaction, committed
+    when the next one is asked for (so an interrupted job keeps the batches it finished)."""
     last_id = 0
     while True:
         with conn.transaction():
             rows = conn.execute(
-                """
+                f"""
                 SELECT id, text FROM ghostmem.messages
-                WHERE owner = %s AND id > %s AND morphemes IS NULL AND role IN ('user', 'assistant')
-                  AND text ~ %s
+                WHERE owner = %s AND id > %s AND role IN ('user', 'assistant') AND {pending}
                 ORDER BY id LIMIT %s
-                """,
-                (owner, last_id, f"[{CJK_RANGES}]", batch_size),
+                """,  # noqa: S608 - the condition is a constant of this module, its values are bound
+                (owner, last_id, *params, batch_size),
             ).fetchall()
             if not rows:
-                return done
+                return
             last_id = rows[-1][0]
-            words = [(japanese.terms(text), mid) for mid, text in rows]
-            found = [(w, mid) for w, mid in words if w]
-            if found:
-                conn.cursor().executemany(
-                    "UPDATE ghostmem.messages SET morphemes = %s WHERE id = %s AND owner = %s",
-                    [(w, mid, owner) for w, mid in found],
-                )
-        done += len(found)
+            yield rows
 
 
 def _refresh_counts(conn: Connection[Any], owner: str, tier: str, conv_id: str) -> None:
@@ -557,22 +567,10 @@ def embed_pending(
     did). Returns the number of messages embedded.
     """
     done = 0
-    last_id = 0
-    while True:
-        with conn.transaction():
-            rows = conn.execute(
-                """
-                SELECT id, text FROM ghostmem.messages
-                WHERE owner = %s AND (%s::text IS NULL OR tier = %s) AND id > %s
-                  AND embedding IS NULL AND role IN ('user', 'assistant')
-                ORDER BY id LIMIT %s
-                """,
-                (owner, tier, tier, last_id, batch_size),
-            ).fetchall()
-            if not rows:
-                return done
-            last_id = rows[-1][0]
-            count = embed_messages(conn, owner, embedder, rows)
-        done += count
+    for rows in _message_batches(
+        conn, owner, "(%s::text IS NULL OR tier = %s) AND embedding IS NULL", (tier, tier), batch_size
+    ):
+        done += embed_messages(conn, owner, embedder, rows)
         if progress is not None:
             progress(len(rows))
+    return done

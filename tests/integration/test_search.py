@@ -425,8 +425,7 @@ def test_conversations_only_the_vector_leg_found_far_away_are_not_returned(store
 # --- Japanese words (SudachiPy) -----------------------------------------------------------------------------
 
 
-@pytest.mark.skipif(not japanese.available(), reason="needs the [ja] extra (SudachiPy)")
-def test_japanese_words_are_stored_and_matched_across_inflections(gm: GhostMem, tmp_path: Path) -> None:
+def _import_reading(gm: GhostMem, tmp_path: Path) -> None:
     import_generic(
         gm,
         tmp_path / "ja.jsonl",
@@ -435,6 +434,9 @@ def test_japanese_words_are_stored_and_matched_across_inflections(gm: GhostMem, 
             conversation("en", "english", 1, ["plain English text", "ok"]),
         ],
     )
+
+
+def _assert_reading_words(gm: GhostMem) -> None:
     with gm.connection() as conn:
         stored = dict(
             conn.execute(
@@ -448,29 +450,20 @@ def test_japanese_words_are_stored_and_matched_across_inflections(gm: GhostMem, 
 
 
 @pytest.mark.skipif(not japanese.available(), reason="needs the [ja] extra (SudachiPy)")
+def test_japanese_words_are_stored_and_matched_across_inflections(gm: GhostMem, tmp_path: Path) -> None:
+    _import_reading(gm, tmp_path)
+    _assert_reading_words(gm)
+
+
+@pytest.mark.skipif(not japanese.available(), reason="needs the [ja] extra (SudachiPy)")
 def test_enrich_gives_japanese_words_to_messages_stored_without_them(gm: GhostMem, tmp_path: Path) -> None:
     """Messages imported before the [ja] extra was installed have no words; ``ghostmem enrich`` fills them."""
-    import_generic(
-        gm,
-        tmp_path / "ja.jsonl",
-        [
-            conversation("read", "読書", 1, ["昨日その本を読んだ", "面白かった?"]),
-            conversation("en", "english", 1, ["plain English text", "ok"]),
-        ],
-    )
+    _import_reading(gm, tmp_path)
     with gm.connection() as conn:
         # as stored without SudachiPy: no words, the character pairs alone (the trigger rebuilds tsv)
         conn.execute("UPDATE ghostmem.messages SET morphemes = NULL WHERE owner = %s", (gm.owner,))
     assert ids(gm.search_personal_memory("読みます", mode="lexical")) == []
     gm.enrich()
-    assert ids(gm.search_personal_memory("読みます", mode="lexical")) == ["read"]
-    with gm.connection() as conn:
-        stored = dict(
-            conn.execute(
-                "SELECT text, morphemes FROM ghostmem.messages WHERE owner = %s", (gm.owner,)
-            ).fetchall()
-        )
-    assert stored["昨日その本を読んだ"] == ["ja:其の", "ja:昨日", "ja:本", "ja:読む"]
-    assert stored["plain English text"] is None
+    _assert_reading_words(gm)
     with gm.connection() as conn, runner.autocommit(conn):
         assert fill_morphemes(conn, gm.owner) == 0  # nothing left to fill
