@@ -45,7 +45,8 @@ class SearchHit(ConversationRow):
     """A conversation found by a search: its score and the best-matching messages.
 
     ``score`` is its best message's relevance from 0 to 1: 1 = ranked first by words and by meaning, about 0.5 =
-    first by one of them, lower = further down (docs/search.md, "Scores and the similarity floor").
+    first by one of them and not found by the other, lower = further down; a score says how a hit ranks, not how
+    close it is (docs/search.md, "Scores and the similarity floor").
     """
 
     score: float
