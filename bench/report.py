@@ -564,7 +564,8 @@ def retrieval_section(runs: list[dict[str, Any]]) -> str:
         "holding those files, which are not in the repository. Each dev file is split by a seeded hash "
         "of its units (LoCoMo conversations, LongMemEval questions, JSQuAD articles; `--split`): search changes "
         "were tuned on `tune` only, `held-out` was scored to see whether they carry over. Runs labelled with a "
-        "commit are the search code before this round, scored by the same bench.\n",
+        "commit are that commit's search code scored by the same bench (main-ef71b71: before retrieval round 1; "
+        "main-3eecdc3: round 1, before round 2; docs/search.md tells what each round changed).\n",
         retrieval_summary(runs),
         "",
     ]
