@@ -12,7 +12,8 @@ from ghostmem import OPS, GhostMem, GhostMemError, OpSpec, get_op
 from ghostmem.binding import Binding, Closes
 from ghostmem.context import OpContext
 from ghostmem.embed import Embedder
-from ghostmem.ops import format_validation_error
+from ghostmem.ops import validation_error_parts
+from ghostmem.words import TOOL_WORDS
 from langchain_core.callbacks import AsyncCallbackManagerForToolRun, CallbackManagerForToolRun
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, BaseToolkit, ToolException
@@ -133,7 +134,7 @@ def _validation_message(spec: OpSpec[Any, Any]) -> Callable[[ValidationError], s
     """LangChain validates against ``args_schema`` before ``_run``: answer in the same words ghostmem would."""
 
     def message(exc: ValidationError) -> str:
-        return format_validation_error(spec.name, exc)
+        return TOOL_WORDS.say(*validation_error_parts(spec.name, exc))
 
     return message
 

@@ -133,8 +133,8 @@ class RememberArgs(OpArgs):
     kind: GhostKind = Field("rule", description="What sort of memory this is.")
     scope: GhostScope = Field(
         "global",
-        description="global: everywhere; project: only in `project`; shared-restricted: only in the "
-        "projects of `allowlist`.",
+        description="global: everywhere; project: only in its project; shared-restricted: only in the "
+        "projects of its allowlist.",
     )
     project: str | None = Field(
         None, max_length=200, description="The project a project-scoped memory belongs to."

@@ -2,7 +2,8 @@
 
 Every command takes ``--json`` (machine-readable output) and ``--dsn`` (any Postgres; default: the embedded
 server). One command per operation of :data:`ghostmem.OPS` is generated from its args model, so the CLI can never
-drift from the tools.
+drift from the tools. What it says names its own commands and flags (:data:`CLI_WORDS`), never the tools'
+parameter names: errors and hints are written once as :mod:`ghostmem.words` parts and said in its words here.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import shlex
 import sys
 import types
 import typing
@@ -23,7 +25,9 @@ from pydantic.fields import FieldInfo
 from ghostmem.client import GhostMem
 from ghostmem.config import Settings
 from ghostmem.errors import GhostMemError
-from ghostmem.ops import OPS, OpSpec
+from ghostmem.ops import OPS, OPS_BY_NAME, OpSpec
+from ghostmem.render import Reader
+from ghostmem.words import UNSET, Arg, Op, Words
 
 Handler = Callable[[argparse.Namespace], int]
 _HANDLERS: dict[str, Handler] = {}
@@ -58,6 +62,32 @@ def sample_exports() -> Path:
 # -- operation commands -------------------------------------------------------------------------------------------
 
 
+class CliWords(Words):
+    """The command line's vocabulary: ```ghostmem search```, ``--days``, ``--offset 200``; a positional argument
+    by its name (``conv_id``) and with a value as the value itself. Jobs that are commands but not operations
+    (``forget``) are named as their commands, their arguments as flags."""
+
+    def op(self, term: Op) -> str:
+        spec = OPS_BY_NAME.get(term.name)
+        return f"`ghostmem {spec.cli_name if spec else term.name.replace('_', '-')}`"
+
+    def arg(self, term: Arg) -> str:
+        spec = OPS_BY_NAME.get(term.op) if term.op else None
+        positional = spec is not None and term.name in spec.cli_positional
+        flag = spec.cli_flag(term.name) if spec else "--" + term.name.replace("_", "-")
+        if term.value is UNSET:
+            return term.name if positional else flag
+        values = term.value if isinstance(term.value, list) else [term.value]
+        shown = " ".join(shlex.quote(str(v)) for v in values)
+        if positional:
+            return shown
+        return flag if term.value is True else f"{flag} {shown}"
+
+
+CLI_WORDS = CliWords()
+READER = Reader(words=CLI_WORDS)
+
+
 def _unwrap_optional(annotation: Any) -> Any:
     if typing.get_origin(annotation) in (typing.Union, types.UnionType):
         rest = [a for a in typing.get_args(annotation) if a is not type(None)]
@@ -83,7 +113,7 @@ def _add_field(parser: argparse.ArgumentParser, spec: OpSpec[Any, Any], name: st
             kwargs["default"] = argparse.SUPPRESS
         parser.add_argument(name, **kwargs)
         return
-    flags = ["--" + name.replace("_", "-"), *([spec.cli_aliases[name]] if name in spec.cli_aliases else [])]
+    flags = list(dict.fromkeys(["--" + name.replace("_", "-"), spec.cli_flag(name)]))
     if annotation is bool:
         parser.add_argument(*flags, action="store_true", default=argparse.SUPPRESS, help=info.description)
         return
@@ -96,7 +126,7 @@ def _op_handler(spec: OpSpec[Any, Any]) -> Handler:
         arguments = {k: v for k, v in vars(args).items() if k in fields}
         with store(args) as gm:
             result = gm.run(spec.name, arguments)
-        emit(args, result.text, result.data.model_dump(mode="json"))
+        emit(args, spec.render(result.data, READER), result.data.model_dump(mode="json"))
         return 0
 
     return handler
@@ -327,8 +357,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
         recent = gm.run("list_recent_conversations", {"days": 36500, "limit": 20})
         found = gm.run("search_personal_memory", {"query": "server does not start", "limit": 3})
     text = (
-        f"{report.render()}\n\nRecent conversations (ghostmem recent --days 36500):\n{recent.text}"
-        f"\n\nSearch 'server does not start' (ghostmem search \"server does not start\"):\n{found.text}"
+        f"{report.render()}\n\nRecent conversations (ghostmem recent --days 36500):\n"
+        f"{OPS_BY_NAME[recent.op].render(recent.data, READER)}\n\nSearch 'server does not start' "
+        f'(ghostmem search "server does not start"):\n{OPS_BY_NAME[found.op].render(found.data, READER)}'
     )
     data = {
         "import": report.to_dict(),
@@ -541,7 +572,7 @@ def build_parser() -> argparse.ArgumentParser:
         parents=[common],
         help="operator: put a retired ghost memory back (same id, signals and feedback)",
     )
-    p.add_argument("memory_id", type=int, help="the memory_id retire_memory reported")
+    p.add_argument("memory_id", type=int, help="the memory_id `ghostmem retire-memory` reported")
     p = sub.add_parser(
         "revoke-project", parents=[common], help="take a project (or the whole map) from a role"
     )
@@ -579,7 +610,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return handler(args)
     except GhostMemError as exc:
-        print(f"ghostmem: error: {exc}", file=sys.stderr)
+        print(f"ghostmem: error: {exc.say(CLI_WORDS)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("ghostmem: interrupted", file=sys.stderr)

@@ -1,7 +1,9 @@
 """The one error hierarchy of ghostmem, and the one table that turns database errors into it.
 
 Every error a user or a model can act on is a :class:`GhostMemError` whose message is one sentence saying what
-went wrong and what to do. Bad arguments to an operation are :class:`InvalidArgument` (also a ``ValueError``).
+went wrong and what to do. Bad arguments to an operation are :class:`InvalidArgument` (also a ``ValueError``). A
+message that names an operation or an argument is given as parts (:mod:`ghostmem.words`): ``str(error)`` says it in
+the tools' words, :meth:`GhostMemError.say` in a surface's own (the ``ghostmem`` command's flags and commands).
 
 Errors of the database driver are translated here, once: :func:`translated` looks them up in
 :data:`SQLSTATE_ERRORS` (by SQLSTATE, then its class) and :data:`TYPE_ERRORS` (by exception type). It wraps every
@@ -19,9 +21,19 @@ from contextlib import contextmanager
 
 import psycopg
 
+from ghostmem.words import TOOL_WORDS, Part, Words
+
 
 class GhostMemError(Exception):
-    """Base class of every error ghostmem raises on purpose."""
+    """Base class of every error ghostmem raises on purpose; its message is text and :mod:`ghostmem.words` terms."""
+
+    def __init__(self, *parts: Part) -> None:
+        self.parts = parts
+        super().__init__(TOOL_WORDS.say(*parts))
+
+    def say(self, words: Words) -> str:
+        """The message in ``words`` (``str(error)`` is the tools' vocabulary)."""
+        return words.say(*self.parts)
 
 
 class InvalidArgument(GhostMemError, ValueError):

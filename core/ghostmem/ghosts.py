@@ -32,6 +32,7 @@ from ghostmem.errors import DatabaseUnavailable, InvalidArgument, NotFound
 from ghostmem.models import FeedbackResult, GhostList, GhostMemoryRow, MemoryChange, RememberResult
 from ghostmem.program import Embed, Program, Query, Row
 from ghostmem.redact import redact
+from ghostmem.words import Arg, Op
 
 logger = logging.getLogger(__name__)
 
@@ -86,20 +87,32 @@ def remember(ctx: OpContext, args: RememberArgs) -> Program[RememberResult]:
     if ctx.allowed_scopes is not None and args.scope not in ctx.allowed_scopes:
         allowed = " or ".join(repr(s) for s in sorted(ctx.allowed_scopes)) or "no"
         raise InvalidArgument(
-            f"remember: this agent may store only {allowed} memories, not {args.scope!r} ones (the application "
-            "decides which scopes its agents may write)"
+            Op("remember"),
+            f": this agent may store only {allowed} memories, not {args.scope!r} ones (the application "
+            "decides which scopes its agents may write)",
         )
     project = _claimed(ctx, args.project)
     if args.scope == "project" and not project:
-        raise InvalidArgument("remember: scope 'project' needs `project`, the project the memory belongs to")
+        raise InvalidArgument(
+            Op("remember"),
+            ": scope 'project' needs `",
+            Arg("project", "remember"),
+            "`, the project the memory belongs to",
+        )
     allowlist = [p.strip() for p in args.allowlist if p.strip()]
     if args.scope == "shared-restricted" and not allowlist:
         raise InvalidArgument(
-            "remember: scope 'shared-restricted' needs `allowlist`, the projects allowed to see the memory"
+            Op("remember"),
+            ": scope 'shared-restricted' needs `",
+            Arg("allowlist", "remember"),
+            "`, the projects allowed to see the memory",
         )
     if args.scope != "shared-restricted" and allowlist:
         raise InvalidArgument(
-            f"remember: `allowlist` applies only to scope 'shared-restricted' (scope is {args.scope!r})"
+            Op("remember"),
+            ": `",
+            Arg("allowlist", "remember"),
+            f"` applies only to scope 'shared-restricted' (scope is {args.scope!r})",
         )
     content = redact(args.content)
     vector = yield Embed(content)
@@ -122,8 +135,10 @@ def give_feedback(ctx: OpContext, args: GiveFeedbackArgs) -> Program[FeedbackRes
     )
     if not rows:
         raise NotFound(
-            f"give_feedback: there is no ghost memory with memory_id {args.memory_id} here; use a memory_id "
-            "from a search_ghost_memories result"
+            Op("give_feedback"),
+            f": there is no ghost memory with memory_id {args.memory_id} here; use a memory_id from a ",
+            Op("search_ghost_memories"),
+            " result",
         )
     return FeedbackResult(memory=_memory(rows[0]), signal=args.signal)
 
@@ -140,7 +155,7 @@ def update_memory(ctx: OpContext, args: UpdateMemoryArgs) -> Program[MemoryChang
         (ctx.owner, claimed, args.memory_id, content, vector, reason),
     )
     if not rows:
-        raise _not_changeable("update_memory", args.memory_id)
+        raise _not_changeable(Op("update_memory"), args.memory_id)
     return MemoryChange(memory=_memory(rows[0]), action="updated")
 
 
@@ -153,14 +168,16 @@ def retire_memory(ctx: OpContext, args: RetireMemoryArgs) -> Program[MemoryChang
         "SELECT * FROM agent.retire_memory(%s, %s, %s, %s)", (ctx.owner, claimed, args.memory_id, reason)
     )
     if not rows:
-        raise _not_changeable("retire_memory", args.memory_id)
+        raise _not_changeable(Op("retire_memory"), args.memory_id)
     return MemoryChange(memory=_memory(rows[0]), action="retired")
 
 
-def _not_changeable(op: str, memory_id: int) -> NotFound:
+def _not_changeable(op: Op, memory_id: int) -> NotFound:
     return NotFound(
-        f"{op}: there is no ghost memory with memory_id {memory_id} that you may change here; use a memory_id "
-        "from a search_ghost_memories result (a project-bound agent changes only its project's memories)"
+        op,
+        f": there is no ghost memory with memory_id {memory_id} that you may change here; use a memory_id from a ",
+        Op("search_ghost_memories"),
+        " result (a project-bound agent changes only its project's memories)",
     )
 
 

@@ -28,6 +28,7 @@ from ghostmem.ingest.report import ImportReport
 from ghostmem.records import TIERS
 from ghostmem.store import embed_pending as embed_batches
 from ghostmem.store import fill_morphemes, purge, remember
+from ghostmem.words import Arg
 
 logger = logging.getLogger(__name__)
 
@@ -231,7 +232,9 @@ def forget(conn: Connection[Any], owner: str, conv_id: str, *, force: bool = Fal
         if not force and not _known(conn, owner, conv_id):
             raise NotFound(
                 f"no conversation {conv_id!r} is stored: check the id (the first field of a row header), or "
-                "force it to keep a conversation out before it is ever imported (ghostmem forget --force)"
+                "force it to keep a conversation out before it is ever imported (",
+                Arg("force", "forget", True),
+                ")",
             )
         gone = purge(conn, owner, conv_id)
         remember(conn, owner, {conv_id: None, **gone}, "forget")

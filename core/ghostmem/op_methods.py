@@ -130,7 +130,7 @@ class SyncOps:
         max_messages: int = 12,
     ) -> OpResult[ConversationSummary]:
         """Get a short view of one conversation: title, platform, dates, message count, topic and cluster, plus
-        its first and last messages (up to max_messages in all). Cheaper than get_conversation; use it to
+        its first and last messages. Cheaper than get_conversation (max_messages of them in all); use it to
         decide whether a conversation is worth reading in full.
         """
         return self.run(
@@ -355,7 +355,7 @@ class AsyncOps:
         max_messages: int = 12,
     ) -> OpResult[ConversationSummary]:
         """Get a short view of one conversation: title, platform, dates, message count, topic and cluster, plus
-        its first and last messages (up to max_messages in all). Cheaper than get_conversation; use it to
+        its first and last messages. Cheaper than get_conversation (max_messages of them in all); use it to
         decide whether a conversation is worth reading in full.
         """
         return await self.run(

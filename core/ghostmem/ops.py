@@ -38,6 +38,8 @@ from ghostmem.models import (
     Thread,
 )
 from ghostmem.program import Program
+from ghostmem.render import Renderer
+from ghostmem.words import Arg, Op, Part
 
 A = TypeVar("A", bound=OpArgs)
 R = TypeVar("R", bound=BaseModel)
@@ -79,7 +81,7 @@ class OpSpec(Generic[A, R]):
     args_model: type[A]
     result_model: type[R]
     program: Callable[[OpContext, A], Program[R]]
-    render: Callable[[R], str]
+    render: Renderer[R]
     cli_name: str
     effect: Effect
     cli_positional: tuple[str, ...] = ()
@@ -90,6 +92,10 @@ class OpSpec(Generic[A, R]):
     def writes(self) -> bool:
         """Whether it changes stored memory (a read-only server leaves it out)."""
         return self.effect is Effect.WRITES
+
+    def cli_flag(self, name: str) -> str:
+        """The command line's flag for argument ``name``: its alias, else ``--name-with-dashes``."""
+        return self.cli_aliases.get(name, "--" + name.replace("_", "-"))
 
     def parse(self, arguments: Mapping[str, Any] | A | None) -> A:
         """Validate raw arguments into the args model; a bad argument raises :class:`InvalidArgument`."""
@@ -119,23 +125,29 @@ def validate(op_name: str, model: type[M], arguments: Mapping[str, Any] | None) 
     try:
         return model.model_validate(dict(arguments or {}))
     except ValidationError as exc:
-        raise InvalidArgument(format_validation_error(op_name, exc)) from None
+        raise InvalidArgument(*validation_error_parts(op_name, exc)) from None
     except (TypeError, ValueError) as exc:
-        raise InvalidArgument(f"{op_name}: arguments must be an object of named values ({exc})") from None
+        raise InvalidArgument(Op(op_name), f": arguments must be an object of named values ({exc})") from None
 
 
-def format_validation_error(op_name: str, exc: ValidationError) -> str:
-    """One line a model can act on: which argument, what is wrong, what was given."""
-    parts = []
-    for err in exc.errors(include_url=False):
-        where = ".".join(_name(p) for p in err["loc"]) or "arguments"
+def validation_error_parts(op_name: str, exc: ValidationError) -> list[Part]:
+    """One line a caller can act on: which argument, what is wrong, what was given (the argument as an
+    :class:`~ghostmem.words.Arg` term, so each surface names it its way)."""
+    parts: list[Part] = ["invalid arguments for ", Op(op_name), ": "]
+    for i, err in enumerate(exc.errors(include_url=False)):
+        loc = err["loc"]
+        named = bool(loc) and isinstance(loc[0], str) and loc[0].isidentifier()
+        where: list[Part] = [Arg(str(loc[0]), op_name)] if named else []
+        rest = loc[1:] if named else loc
+        if rest or not where:
+            where.append(("." if where else "") + (".".join(_name(p) for p in rest) or "arguments"))
         msg = err["msg"]
         if msg.startswith("Value error, "):
             msg = msg[len("Value error, ") :]
         given = err.get("input")
         shown = "" if err["type"] == "missing" else f" (got {_short(given)})"
-        parts.append(f"{where}: {msg}{shown}")
-    return f"invalid arguments for {op_name}: " + "; ".join(parts)
+        parts += ["; " if i else "", *where, f": {msg}{shown}"]
+    return parts
 
 
 def _name(part: int | str) -> str:
@@ -214,7 +226,7 @@ OPS: tuple[OpSpec[Any, Any], ...] = (
         name="get_conversation_summary",
         description=(
             "Get a short view of one conversation: title, platform, dates, message count, topic and cluster, "
-            "plus its first and last messages (up to max_messages in all). Cheaper than get_conversation; "
+            "plus its first and last messages. Cheaper than get_conversation (max_messages of them in all); "
             "use it to decide whether a conversation is worth reading in full."
         ),
         args_model=GetConversationSummaryArgs,

@@ -3,12 +3,16 @@
 Every list row is the header ``[conv_id | platform | started→ended | title | topic | cluster | msgs | intensity]``
 followed by a snippet of the first message on the next line. Times are UTC ``YYYY-MM-DD HH:MM``. Every text is
 bounded (:mod:`ghostmem.limits`), so one tool call never floods a model's context, and every cut is marked.
+
+Every rendering takes a :class:`Reader`: who reads it decides the words of its hints (:mod:`ghostmem.words`: a
+model is told to call again with ``offset=200``, a person at the command line ``--offset 200``).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from ghostmem.limits import (
     ANSWER_CHARS,
@@ -33,6 +37,25 @@ from ghostmem.models import (
     Thread,
 )
 from ghostmem.records import clip
+from ghostmem.words import TOOL_WORDS, Arg, Op, Words
+
+R_contra = TypeVar("R_contra", contravariant=True)
+
+
+@dataclass(frozen=True, slots=True)
+class Reader:
+    """Who reads a rendering; the default is a model (or code) calling the tools."""
+
+    words: Words = TOOL_WORDS
+
+
+FOR_MODELS = Reader()
+
+
+class Renderer(Protocol[R_contra]):
+    """A result model's rendering (each operation has one: ``OpSpec.render``)."""
+
+    def __call__(self, result: R_contra, reader: Reader = FOR_MODELS, /) -> str: ...
 
 
 def when(ts: datetime | None) -> str:
@@ -91,13 +114,19 @@ def _bounded(lines: list[str]) -> str:
     return "\n".join(out)
 
 
-def conversation_list(result: ConversationList) -> str:
+def conversation_list(result: ConversationList, reader: Reader = FOR_MODELS) -> str:
     if not result.rows:
-        return "No conversations match. Widen `days`, drop a filter, or use search_personal_memory."
+        return reader.words.say(
+            "No conversations match. Widen `",
+            Arg("days"),
+            "`, drop a filter, or use ",
+            Op("search_personal_memory"),
+            ".",
+        )
     return _bounded([conversation_row(r) for r in result.rows])
 
 
-def search_result(result: SearchResult) -> str:
+def search_result(result: SearchResult, reader: Reader = FOR_MODELS) -> str:
     if not result.rows:
         return (
             f"Nothing relevant to {result.query!r}: no conversation shares its words or comes close in meaning."
@@ -127,7 +156,7 @@ def explain_line(explain: dict[str, Any]) -> str:
     )
 
 
-def thread(result: Thread) -> str:
+def thread(result: Thread, reader: Reader = FOR_MODELS) -> str:
     conv = result.conversation
     end = result.offset + len(result.messages)
     lines = [
@@ -136,18 +165,26 @@ def thread(result: Thread) -> str:
     ]
     lines += [message_line(m) for m in result.messages]
     if result.next_offset is not None:
-        lines.append(f"… more messages: call again with offset={result.next_offset}")
+        lines.append(
+            reader.words.say(
+                "… more messages: call again with ", Arg("offset", "get_conversation", result.next_offset)
+            )
+        )
     return _bounded(lines)
 
 
-def summary(result: ConversationSummary) -> str:
+def summary(result: ConversationSummary, reader: Reader = FOR_MODELS) -> str:
     conv = result.conversation
     lines = [row_header(conv)]
     if conv.project:
         lines.append(f"project: {conv.project}")
     lines += [message_line(m, SHOWN_SUMMARY_CHARS, flat=True) for m in result.head]
     if result.omitted:
-        lines.append(f"… {result.omitted} messages omitted (get_conversation reads them) …")
+        lines.append(
+            reader.words.say(
+                f"… {result.omitted} messages omitted (", Op("get_conversation"), " reads them) …"
+            )
+        )
     lines += [message_line(m, SHOWN_SUMMARY_CHARS, flat=True) for m in result.tail]
     return _bounded(lines)
 
@@ -163,22 +200,24 @@ def ghost_row(row: GhostMemoryRow) -> str:
     )
 
 
-def ghost_list(result: GhostList) -> str:
+def ghost_list(result: GhostList, reader: Reader = FOR_MODELS) -> str:
     if not result.rows:
-        return "No ghost memories match." + ("" if result.query else " None stored yet: use remember.")
+        return "No ghost memories match." + (
+            "" if result.query else reader.words.say(" None stored yet: use ", Op("remember"), ".")
+        )
     return _bounded([ghost_row(r) for r in result.rows])
 
 
-def remember_result(result: RememberResult) -> str:
+def remember_result(result: RememberResult, reader: Reader = FOR_MODELS) -> str:
     verb = "Stored" if result.created else "Strengthened the existing near-duplicate"
     return f"{verb}: {ghost_row(result.memory)}"
 
 
-def feedback_result(result: FeedbackResult) -> str:
+def feedback_result(result: FeedbackResult, reader: Reader = FOR_MODELS) -> str:
     return f"Recorded {result.signal}: {ghost_row(result.memory)}"
 
 
-def memory_change(result: MemoryChange) -> str:
+def memory_change(result: MemoryChange, reader: Reader = FOR_MODELS) -> str:
     if result.action == "retired":
         return f"Retired (no search returns it; an operator can restore it): {ghost_row(result.memory)}"
     return f"Updated (its history keeps the old wording): {ghost_row(result.memory)}"

@@ -54,6 +54,7 @@ from ghostmem.models import (
 )
 from ghostmem.program import Embed, Program, Query, Row
 from ghostmem.text import CJK
+from ghostmem.words import Op
 
 RRF_K = 60
 DEPTH_PER_LEG = 100  # messages each leg contributes to the fusion (at least 5 per requested conversation)
@@ -577,8 +578,10 @@ _FIND_CONVERSATION = sql.SQL(
 
 def _not_found(conv_id: str) -> NotFound:
     return NotFound(
-        f"no conversation {conv_id!r} in personal memory or the library: find conv_ids with "
-        "search_personal_memory or list_recent_conversations"
+        f"no conversation {conv_id!r} in personal memory or the library: find conv_ids with ",
+        Op("search_personal_memory"),
+        " or ",
+        Op("list_recent_conversations"),
     )
 
 

@@ -19,7 +19,7 @@ PACKAGE = Path(ghostmem.__file__).parent
 LAYERS: dict[str, int] = {
     # 0 facts: errors, records, limits, text scripts, settings, result models; import only each other
     **dict.fromkeys(
-        ["errors", "records", "context", "models", "redact", "config", "limits", "text"],
+        ["errors", "words", "records", "context", "models", "redact", "config", "limits", "text"],
         0,
     ),
     # 1 mechanisms: embedding, the program drivers, argument models, rendering, the database, the write path
