@@ -68,7 +68,9 @@ class SearchPersonalMemoryArgs(OpArgs):
     include_library: bool = Field(False, description="Also search the shared library tier.")
     explain: SkipJsonSchema[bool] = False
     # Benchmarks run one leg alone; not model-visible.
-    mode: SkipJsonSchema[SearchMode] = "hybrid"
+    mode: SkipJsonSchema[SearchMode] = Field(
+        "hybrid", description="Search by words and meaning (hybrid), or by one of them alone."
+    )
 
     @field_validator("query")
     @classmethod
@@ -123,7 +125,10 @@ class SearchGhostMemoriesArgs(OpArgs):
     )
     limit: int = Field(10, ge=1, le=MAX_SEARCH_LIMIT, description="Maximum number of memories.")
     # "literal" ranks by the reference formula exactly, flaws included (docs/ghosts.md); not for models.
-    formula: SkipJsonSchema[GhostFormula] = "default"
+    formula: SkipJsonSchema[GhostFormula] = Field(
+        "default",
+        description="The ranking formula: ghostmem's, or the reference formula as written (literal).",
+    )
 
 
 class RememberArgs(OpArgs):

@@ -24,7 +24,7 @@ from pydantic.fields import FieldInfo
 
 from ghostmem.client import GhostMem
 from ghostmem.config import Settings
-from ghostmem.errors import GhostMemError
+from ghostmem.errors import GhostMemError, InvalidArgument
 from ghostmem.ops import OPS, OPS_BY_NAME, OpSpec
 from ghostmem.render import Reader
 from ghostmem.words import UNSET, Arg, Op, Words
@@ -107,17 +107,19 @@ def _add_field(parser: argparse.ArgumentParser, spec: OpSpec[Any, Any], name: st
         kwargs["type"] = int
     if typing.get_origin(annotation) is list:
         kwargs["nargs"] = "*"
+    # the args model's default, so that --help shows it (None, False, "" and [] are shown as nothing)
+    default = argparse.SUPPRESS if info.is_required() else info.get_default(call_default_factory=True)
     if name in spec.cli_positional:
         if not info.is_required():
             kwargs["nargs"] = "?"
-            kwargs["default"] = argparse.SUPPRESS
+            kwargs["default"] = default
         parser.add_argument(name, **kwargs)
         return
     flags = list(dict.fromkeys(["--" + name.replace("_", "-"), spec.cli_flag(name)]))
     if annotation is bool:
-        parser.add_argument(*flags, action="store_true", default=argparse.SUPPRESS, help=info.description)
+        parser.add_argument(*flags, action="store_true", default=default, help=info.description)
         return
-    parser.add_argument(*flags, dest=name, default=argparse.SUPPRESS, required=info.is_required(), **kwargs)
+    parser.add_argument(*flags, dest=name, default=default, required=info.is_required(), **kwargs)
 
 
 def _op_handler(spec: OpSpec[Any, Any]) -> Handler:
@@ -411,11 +413,36 @@ def cmd_mcp_token(args: argparse.Namespace) -> int:
 # -- parser -------------------------------------------------------------------------------------------------------
 
 
+class UsageError(InvalidArgument):
+    """The command line itself is wrong (an unknown flag, a missing or malformed argument)."""
+
+
+class _Help(argparse.HelpFormatter):
+    """``--help`` shows every option's default (what it is when not given), unless its help says it already."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        default = action.default
+        if (
+            not action.option_strings
+            or "default" in text
+            or default in (None, False, "", [], argparse.SUPPRESS)
+        ):
+            return text
+        shown = " ".join(map(str, default)) if isinstance(default, list) else str(default)
+        return f"{text} (default: {shown.replace('%', '%%')})"
+
+
 class _Parser(argparse.ArgumentParser):
-    """Usage errors are one line (where to look for help included), like every other error of the command."""
+    """Usage errors are one line (where to look for help included), like every other error of the command, and
+    honour ``--json`` like them (:func:`main`); ``--help`` shows the defaults."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _Help)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> typing.NoReturn:
-        self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
+        raise UsageError(f"{message} (see `{self.prog} --help`)")
 
 
 def _global_options(*, defaults: bool) -> _Parser:
@@ -486,7 +513,12 @@ def build_parser() -> argparse.ArgumentParser:
         "import", parents=[common], help="import conversations (default: every platform's usual place)"
     )
     p.add_argument("paths", nargs="*", help="files, folders or export zips (default: discover)")
-    p.add_argument("--tier", choices=["personal", "library"], default="personal")
+    p.add_argument(
+        "--tier",
+        choices=["personal", "library"],
+        default="personal",
+        help="personal: your own conversations; library: reference conversations, searched with --include-library",
+    )
     p.add_argument(
         "--no-embed", action="store_true", help="store and index words now; embed later (`ghostmem embed`)"
     )
@@ -523,7 +555,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("demo", parents=[common], help="import the bundled sample exports and list them")
     p = sub.add_parser("mcp", parents=[common], help="serve the operations over MCP (stdio; --http for HTTP)")
     p.add_argument("--http", action="store_true", help="streamable HTTP on 127.0.0.1 instead of stdio")
-    p.add_argument("--port", type=_port, default=8765, help="port of --http (default 8765)")
+    p.add_argument("--port", type=_port, default=8765, help="port of --http")
     p.add_argument(
         "--project", default=None, help="bind the project ghost memories act for (hidden from the model)"
     )
@@ -597,8 +629,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; an error is one sentence on stderr, or with ``--json`` a JSON object on stdout
+    (``{"error": ..., "type": ..., "exit_code": ...}``), and the exit status is nonzero (2; 130 when interrupted)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except UsageError as exc:
+        options = argv[: argv.index("--")] if "--" in argv else argv
+        return _failed(str(exc), "UsageError", 2, as_json=any(_is_json_flag(a) for a in options))
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING, format="ghostmem: %(levelname)s: %(message)s"
     )
@@ -610,11 +649,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return handler(args)
     except GhostMemError as exc:
-        print(f"ghostmem: error: {exc.say(CLI_WORDS)}", file=sys.stderr)
-        return 2
+        return _failed(exc.say(CLI_WORDS), type(exc).__name__, 2, as_json=args.json)
     except KeyboardInterrupt:
-        print("ghostmem: interrupted", file=sys.stderr)
-        return 130
+        return _failed("interrupted", "Interrupted", 130, as_json=args.json)
+
+
+def _is_json_flag(arg: str) -> bool:
+    """``--json`` as argparse reads it (an unambiguous prefix counts), for errors before the flags are parsed."""
+    return len(arg) > 3 and "--json".startswith(arg)
+
+
+def _failed(message: str, kind: str, code: int, *, as_json: bool) -> int:
+    if as_json:
+        print(json.dumps({"error": message, "type": kind, "exit_code": code}, ensure_ascii=False))
+    else:
+        print(f"ghostmem: error: {message}", file=sys.stderr)
+    return code
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -48,8 +48,15 @@ def diagnose(settings: Settings, check_model: bool = True) -> dict[str, Any]:
             done = migrations.applied(conn)
             shipped = [m.version for m in migrations.available()]
             pending = [v for v in shipped if v not in done]
-            checks["migrations"] = {"ok": not pending, "applied": done, "pending": pending}
-            if pending:
+            # A store nothing has used yet is not migrated: that is news, not a problem (the first command
+            # migrates it). A store migrated before and behind this ghostmem is a problem until migrated.
+            fresh = not done
+            checks["migrations"] = {"ok": fresh or not pending, "applied": done, "pending": pending}
+            if fresh:
+                checks["migrations"]["note"] = (
+                    "not migrated yet: `ghostmem migrate` creates the schema (any other command does it on first use)"
+                )
+            elif pending:
                 checks["migrations"]["hint"] = (
                     "run `ghostmem migrate` (or any command: it migrates on first use)"
                 )
@@ -112,8 +119,12 @@ def _runtime_role(conn: Connection[Any], role: str) -> dict[str, Any]:
 def render_report(report: dict[str, Any]) -> str:
     lines = []
     for name, check in report["checks"].items():
-        mark = "ok " if check.get("ok") else "FAIL"
-        detail = check.get("error") or ", ".join(f"{k}={v}" for k, v in check.items() if k != "ok")
+        mark = "FAIL" if not check.get("ok") else "info" if "note" in check else "ok  "
+        detail = (
+            check.get("error")
+            or check.get("note")
+            or ", ".join(f"{k}={v}" for k, v in check.items() if k != "ok")
+        )
         lines.append(f"[{mark}] {name}: {detail}")
     lines.append("all good" if report["ok"] else "problems found (see above)")
     return "\n".join(lines)
