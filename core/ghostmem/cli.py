@@ -27,6 +27,7 @@ from ghostmem.config import Settings
 from ghostmem.errors import GhostMemError, InvalidArgument
 from ghostmem.ops import OPS, OPS_BY_NAME, OpSpec
 from ghostmem.render import Reader
+from ghostmem.text import visible
 from ghostmem.words import UNSET, Arg, Op, Words
 
 Handler = Callable[[argparse.Namespace], int]
@@ -42,11 +43,12 @@ def command(name: str) -> Callable[[Handler], Handler]:
 
 
 def emit(args: argparse.Namespace, text: str, data: Any) -> None:
-    """Print ``data`` as JSON with ``--json``, else the human text."""
+    """Print ``data`` as JSON with ``--json`` (the data as stored), else the human text, in which nothing a
+    transcript holds can act on the terminal (:func:`ghostmem.text.visible`)."""
     if args.json:
         print(json.dumps(data, indent=2, ensure_ascii=False, default=str))
     else:
-        print(text)
+        print(visible(text))
 
 
 def store(args: argparse.Namespace, **kwargs: Any) -> GhostMem:
@@ -85,7 +87,7 @@ class CliWords(Words):
 
 
 CLI_WORDS = CliWords()
-READER = Reader(words=CLI_WORDS)
+READER = Reader(words=CLI_WORDS, person=True)
 
 
 def _unwrap_optional(annotation: Any) -> Any:
@@ -663,7 +665,7 @@ def _failed(message: str, kind: str, code: int, *, as_json: bool) -> int:
     if as_json:
         print(json.dumps({"error": message, "type": kind, "exit_code": code}, ensure_ascii=False))
     else:
-        print(f"ghostmem: error: {message}", file=sys.stderr)
+        print(f"ghostmem: error: {visible(message)}", file=sys.stderr)
     return code
 
 

@@ -24,7 +24,7 @@ class MessageView(_Model):
 
 
 class ConversationRow(_Model):
-    """The fields of a row header ``[conv_id | platform | started→ended | title | topic | cluster | msgs |
+    """The fields of a row header ``[conv_id | platform | started→ended | title | topic | cluster | messages |
     intensity]`` plus where it lives and the first message's snippet."""
 
     conv_id: str

@@ -1,15 +1,19 @@
 """What a model reads: row headers, excerpts and bounded text for every result model.
 
-Every list row is the header ``[conv_id | platform | started→ended | title | topic | cluster | msgs | intensity]``
-followed by a snippet of the first message on the next line. Times are UTC ``YYYY-MM-DD HH:MM``. Every text is
-bounded (:mod:`ghostmem.limits`), so one tool call never floods a model's context, and every cut is marked.
+Every list row is the header ``[conv_id | platform | started→ended | title | topic | cluster | messages |
+intensity]`` followed by a snippet of the first message on the next line. Times are UTC ``YYYY-MM-DD HH:MM``.
+Every text is bounded (:mod:`ghostmem.limits`), so one tool call never floods a model's context, and every cut is
+marked.
 
 Every rendering takes a :class:`Reader`: who reads it decides the words of its hints (:mod:`ghostmem.words`: a
-model is told to call again with ``offset=200``, a person at the command line ``--offset 200``).
+model is told to call again with ``offset=200``, a person at the command line ``--offset 200``) and, for a person,
+the layout: a conversation's fields one per line with their labels, times in the local time zone with the zone
+named. (What a terminal must not interpret is neutralised where text reaches it: ``ghostmem.text.visible``.)
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol, TypeVar
@@ -47,6 +51,7 @@ class Reader:
     """Who reads a rendering; the default is a model (or code) calling the tools."""
 
     words: Words = TOOL_WORDS
+    person: bool = False  # labelled fields, one per line; local times with their zone
 
 
 FOR_MODELS = Reader()
@@ -58,8 +63,26 @@ class Renderer(Protocol[R_contra]):
     def __call__(self, result: R_contra, reader: Reader = FOR_MODELS, /) -> str: ...
 
 
-def when(ts: datetime | None) -> str:
-    return ts.astimezone(UTC).strftime("%Y-%m-%d %H:%M") if ts else "?"
+def when(ts: datetime | None, reader: Reader = FOR_MODELS) -> str:
+    """``YYYY-MM-DD HH:MM`` in UTC for a model; in the local time zone, named, for a person."""
+    if ts is None:
+        return "?"
+    if reader.person:
+        return ts.astimezone().strftime("%Y-%m-%d %H:%M %Z")
+    return ts.astimezone(UTC).strftime("%Y-%m-%d %H:%M")
+
+
+def span(start: datetime | None, end: datetime | None, reader: Reader = FOR_MODELS) -> str:
+    if not reader.person:
+        return f"{when(start)}→{when(end)}"
+    first, last = when(start, reader), when(end, reader)
+    if start and end and first.rsplit(" ", 1)[-1] == last.rsplit(" ", 1)[-1]:
+        first = first.rsplit(" ", 1)[0]  # the zone once, at the end
+    return f"{first} → {last}"
+
+
+def _count(n: int) -> str:
+    return f"{n} message" + ("" if n == 1 else "s")
 
 
 def row_header(row: ConversationRow) -> str:
@@ -68,21 +91,51 @@ def row_header(row: ConversationRow) -> str:
     fields = [
         row.conv_id,
         row.platform,
-        f"{when(row.started_at)}→{when(row.ended_at)}",
+        span(row.started_at, row.ended_at),
         clip(row.title, SHOWN_TITLE_CHARS) or "(untitled)",
         row.topic or "-",
         cluster,
-        f"{row.msg_count} msgs",
+        _count(row.msg_count),
         intensity,
     ]
     return "[" + " | ".join(fields) + "]"
 
 
-def conversation_row(row: ConversationRow) -> str:
+def conversation_row(row: ConversationRow, reader: Reader = FOR_MODELS) -> str:
+    if reader.person:
+        return "\n".join(labelled(row, reader))
     return f"{row_header(row)}\n  {clip(row.snippet, SHOWN_SNIPPET_CHARS)}"
 
 
-def message_line(msg: MessageView, limit: int = SHOWN_MESSAGE_CHARS, *, flat: bool = False) -> str:
+def labelled(
+    row: ConversationRow, reader: Reader, extra: Sequence[tuple[str, str]] = (), *, snippet: bool = True
+) -> list[str]:
+    """A conversation for a person: its title, then one labelled field per line (``extra`` after the dates; the
+    first message's snippet unless its messages follow)."""
+    facts = [row.platform, _count(row.msg_count)]
+    if row.tier != "personal":
+        facts.append(f"{row.tier} tier")
+    about = [row.topic or "no topic yet"]
+    if row.cluster is not None:
+        about.append(f"cluster {row.cluster}")
+    if row.intensity is not None:
+        about.append(f"intensity {row.intensity:.2f}")
+    fields = [
+        ("id", row.conv_id),
+        ("from", " · ".join(facts)),
+        ("when", span(row.started_at, row.ended_at, reader)),
+        *extra,
+        ("project", row.project or ""),
+        ("topic", " · ".join(about)),
+        ("starts", clip(row.snippet, SHOWN_SNIPPET_CHARS) if snippet else ""),
+    ]
+    title = clip(row.title, SHOWN_TITLE_CHARS) or "(untitled)"
+    return [title] + [f"  {label + ':':<9}{value}" for label, value in fields if value]
+
+
+def message_line(
+    msg: MessageView, limit: int = SHOWN_MESSAGE_CHARS, *, flat: bool = False, reader: Reader = FOR_MODELS
+) -> str:
     """``#seq time role[:speaker]: text`` with the text cut to ``limit``; ``flat`` makes it one line (excerpts).
 
     A cut excerpt ends in an ellipsis; a cut thread message also says how much of it was shown, so a reader knows
@@ -99,7 +152,7 @@ def message_line(msg: MessageView, limit: int = SHOWN_MESSAGE_CHARS, *, flat: bo
         text = f"{msg.text[:shown]}… [cut: {shown:,} of {total} characters shown]"
     else:
         text = msg.text
-    return f"#{msg.seq} {when(msg.ts)} {who}: {text}"
+    return f"#{msg.seq} {when(msg.ts, reader)} {who}: {text}"
 
 
 def _bounded(lines: list[str]) -> str:
@@ -123,7 +176,7 @@ def conversation_list(result: ConversationList, reader: Reader = FOR_MODELS) -> 
             Op("search_personal_memory"),
             ".",
         )
-    return _bounded([conversation_row(r) for r in result.rows])
+    return _bounded([conversation_row(r, reader) for r in result.rows])
 
 
 def search_result(result: SearchResult, reader: Reader = FOR_MODELS) -> str:
@@ -134,12 +187,15 @@ def search_result(result: SearchResult, reader: Reader = FOR_MODELS) -> str:
         )
     lines: list[str] = []
     for hit in result.rows:
-        lines.append(f"{row_header(hit)} score={hit.score:.2f}")
-        lines.append(f"  {clip(hit.snippet, SHOWN_SNIPPET_CHARS)}")
+        if reader.person:
+            lines += labelled(hit, reader, [("score", f"{hit.score:.2f}")])
+        else:
+            lines.append(f"{row_header(hit)} score={hit.score:.2f}")
+            lines.append(f"  {clip(hit.snippet, SHOWN_SNIPPET_CHARS)}")
         if hit.explain is not None:
             lines.append(f"  why: {explain_line(hit.explain)}")
         for match in hit.matches:
-            lines.append(f"  > {message_line(match, SHOWN_MATCH_CHARS, flat=True)}")
+            lines.append(f"  > {message_line(match, SHOWN_MATCH_CHARS, flat=True, reader=reader)}")
     return _bounded(lines)
 
 
@@ -158,12 +214,16 @@ def explain_line(explain: dict[str, Any]) -> str:
 
 def thread(result: Thread, reader: Reader = FOR_MODELS) -> str:
     conv = result.conversation
-    end = result.offset + len(result.messages)
-    lines = [
-        row_header(conv),
-        f"tier: {conv.tier} · messages {result.offset}–{max(end - 1, result.offset)} of {result.total}",
-    ]
-    lines += [message_line(m) for m in result.messages]
+    if result.messages:
+        page = f"messages {result.offset}–{result.offset + len(result.messages) - 1} of {result.total}"
+    else:  # paged past the end (or an empty conversation)
+        last = f" ({_count(result.total)}, 0–{result.total - 1})" if result.total else " (it has no messages)"
+        page = reader.words.say("no message at ", Arg("offset", "get_conversation", result.offset), last)
+    if reader.person:
+        lines = labelled(conv, reader, [("tier", conv.tier), ("showing", page)], snippet=False)
+    else:
+        lines = [row_header(conv), f"tier: {conv.tier} · {page}"]
+    lines += [message_line(m, reader=reader) for m in result.messages]
     if result.next_offset is not None:
         lines.append(
             reader.words.say(
@@ -175,24 +235,25 @@ def thread(result: Thread, reader: Reader = FOR_MODELS) -> str:
 
 def summary(result: ConversationSummary, reader: Reader = FOR_MODELS) -> str:
     conv = result.conversation
-    lines = [row_header(conv)]
-    if conv.project:
-        lines.append(f"project: {conv.project}")
-    lines += [message_line(m, SHOWN_SUMMARY_CHARS, flat=True) for m in result.head]
+    if reader.person:
+        lines = labelled(conv, reader, snippet=False)
+    else:
+        lines = [row_header(conv)] + ([f"project: {conv.project}"] if conv.project else [])
+    lines += [message_line(m, SHOWN_SUMMARY_CHARS, flat=True, reader=reader) for m in result.head]
     if result.omitted:
         lines.append(
             reader.words.say(
                 f"… {result.omitted} messages omitted (", Op("get_conversation"), " reads them) …"
             )
         )
-    lines += [message_line(m, SHOWN_SUMMARY_CHARS, flat=True) for m in result.tail]
+    lines += [message_line(m, SHOWN_SUMMARY_CHARS, flat=True, reader=reader) for m in result.tail]
     return _bounded(lines)
 
 
-def ghost_row(row: GhostMemoryRow) -> str:
+def ghost_row(row: GhostMemoryRow, reader: Reader = FOR_MODELS) -> str:
     where = row.scope if row.scope == "global" else f"{row.scope}:{row.project or ','.join(row.allowlist)}"
     score = f" score={row.score:.3f}" if row.score is not None else ""
-    used = f" | last used {when(row.last_used_at)}" if row.last_used_at else ""
+    used = f" | last used {when(row.last_used_at, reader)}" if row.last_used_at else ""
     terms = " ".join(f"{k}={v:+.3f}" for k, v in row.breakdown.items())
     return (
         f"[memory_id {row.memory_id} | {row.kind} | {where}{score}{used}] {clip(row.content, SHOWN_MEMORY_CHARS)}"
@@ -205,19 +266,21 @@ def ghost_list(result: GhostList, reader: Reader = FOR_MODELS) -> str:
         return "No ghost memories match." + (
             "" if result.query else reader.words.say(" None stored yet: use ", Op("remember"), ".")
         )
-    return _bounded([ghost_row(r) for r in result.rows])
+    return _bounded([ghost_row(r, reader) for r in result.rows])
 
 
 def remember_result(result: RememberResult, reader: Reader = FOR_MODELS) -> str:
     verb = "Stored" if result.created else "Strengthened the existing near-duplicate"
-    return f"{verb}: {ghost_row(result.memory)}"
+    return f"{verb}: {ghost_row(result.memory, reader)}"
 
 
 def feedback_result(result: FeedbackResult, reader: Reader = FOR_MODELS) -> str:
-    return f"Recorded {result.signal}: {ghost_row(result.memory)}"
+    return f"Recorded {result.signal}: {ghost_row(result.memory, reader)}"
 
 
 def memory_change(result: MemoryChange, reader: Reader = FOR_MODELS) -> str:
     if result.action == "retired":
-        return f"Retired (no search returns it; an operator can restore it): {ghost_row(result.memory)}"
-    return f"Updated (its history keeps the old wording): {ghost_row(result.memory)}"
+        return (
+            f"Retired (no search returns it; an operator can restore it): {ghost_row(result.memory, reader)}"
+        )
+    return f"Updated (its history keeps the old wording): {ghost_row(result.memory, reader)}"

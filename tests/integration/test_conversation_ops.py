@@ -79,7 +79,7 @@ def test_list_rows_render_the_exact_header(store: GhostMem) -> None:
     first, second = result.text.splitlines()[:2]
     assert first == (
         f"[fresh | generic | {row.started_at:%Y-%m-%d %H:%M}→{row.ended_at:%Y-%m-%d %H:%M} | Fixing the login page"
-        f" | {row.topic or '-'} | {'-' if row.cluster is None else row.cluster} | 2 msgs | "
+        f" | {row.topic or '-'} | {'-' if row.cluster is None else row.cluster} | 2 messages | "
         f"{'-' if row.intensity is None else format(row.intensity, '.2f')}]"
     )
     assert second == "  the login page breaks"

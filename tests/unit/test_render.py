@@ -38,7 +38,7 @@ def row(**kw: object) -> ConversationRow:
 
 def test_row_header_is_exact() -> None:
     assert render.row_header(row()) == (
-        "[abc123 | claude_code | 2026-03-01 09:05→2026-03-01 11:35 | Fix the login page | auth | 3 | 14 msgs | 0.46]"
+        "[abc123 | claude_code | 2026-03-01 09:05→2026-03-01 11:35 | Fix the login page | auth | 3 | 14 messages | 0.46]"
     )
 
 
@@ -46,7 +46,7 @@ def test_row_header_of_missing_fields() -> None:
     bare = row(
         started_at=None, ended_at=None, title=None, topic=None, cluster=None, intensity=None, msg_count=0
     )
-    assert render.row_header(bare) == "[abc123 | claude_code | ?→? | (untitled) | - | - | 0 msgs | -]"
+    assert render.row_header(bare) == "[abc123 | claude_code | ?→? | (untitled) | - | - | 0 messages | -]"
 
 
 def test_times_are_utc() -> None:

@@ -1,0 +1,138 @@
+"""What a person reads at the command line: labelled fields, local time with its zone, paging past the end said
+plainly, and nothing from a transcript that a terminal would act on."""
+
+from __future__ import annotations
+
+import time
+import unicodedata
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from ghostmem import render
+from ghostmem.cli import READER
+from ghostmem.models import ConversationList, ConversationRow, MessageView, SearchHit, SearchResult, Thread
+from ghostmem.text import visible
+
+START = datetime(2026, 3, 1, 9, 5, tzinfo=UTC)
+
+
+def row(**kw: object) -> ConversationRow:
+    fields: dict[str, object] = {
+        "conv_id": "abc123",
+        "tier": "personal",
+        "platform": "claude_code",
+        "started_at": START,
+        "ended_at": START + timedelta(hours=2, minutes=30),
+        "title": "Fix the login page",
+        "project": "webapp",
+        "topic": "auth",
+        "cluster": 3,
+        "msg_count": 14,
+        "intensity": 0.456,
+        "snippet": "the login page breaks on Safari",
+    }
+    fields.update(kw)
+    return ConversationRow.model_validate(fields)
+
+
+@pytest.fixture
+def tokyo(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setenv("TZ", "Asia/Tokyo")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+def test_a_row_is_labelled_fields_in_local_time_with_the_zone(tokyo: None) -> None:
+    text = render.conversation_list(ConversationList(rows=[row()]), READER)
+    assert text.splitlines() == [
+        "Fix the login page",
+        "  id:      abc123",
+        "  from:    claude_code · 14 messages",
+        "  when:    2026-03-01 18:05 → 2026-03-01 20:35 JST",
+        "  project: webapp",
+        "  topic:   auth · cluster 3 · intensity 0.46",
+        "  starts:  the login page breaks on Safari",
+    ]
+    # the model's text is unchanged: one header line, UTC without saying so (its description says UTC)
+    assert render.conversation_list(ConversationList(rows=[row()])).startswith(
+        "[abc123 | claude_code | 2026-03-01 09:05→2026-03-01 11:35 | Fix the login page | auth | 3 | 14 messages"
+    )
+
+
+def test_no_line_is_a_wall_of_values(tokyo: None) -> None:
+    hit = SearchHit.model_validate({**row().model_dump(), "score": 0.77, "matches": []})
+    text = render.search_result(SearchResult(query="login", rows=[hit]), READER)
+    assert "  score:   0.77" in text.splitlines()
+    assert max(len(line) for line in text.splitlines()) < 100
+
+
+def test_a_span_across_zones_names_both(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TZ", "Europe/Berlin")
+    time.tzset()
+    try:
+        # the night the clocks change: 01:30 CET to 03:30 CEST
+        text = render.span(
+            datetime(2026, 3, 29, 0, 30, tzinfo=UTC), datetime(2026, 3, 29, 1, 30, tzinfo=UTC), READER
+        )
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+    assert text == "2026-03-29 01:30 CET → 2026-03-29 03:30 CEST"
+
+
+def _thread(offset: int, shown: int, total: int) -> Thread:
+    msgs = [MessageView(seq=offset + i, role="user", text=f"m{offset + i}") for i in range(shown)]
+    more = offset + shown if offset + shown < total else None
+    return Thread(
+        conversation=row(msg_count=total), messages=msgs, offset=offset, total=total, next_offset=more
+    )
+
+
+def test_paging_past_the_end_says_so() -> None:
+    assert "tier: personal · no message at offset=100 (48 messages, 0–47)" in render.thread(
+        _thread(100, 0, 48)
+    )
+    people = render.thread(_thread(100, 0, 48), READER)
+    assert "  showing: no message at --offset 100 (48 messages, 0–47)" in people.splitlines()
+    assert "100–100" not in people
+    assert "no message at offset=0 (it has no messages)" in render.thread(_thread(0, 0, 0))
+
+
+def test_page_and_header_use_the_same_words() -> None:
+    text = render.thread(_thread(0, 10, 12), READER)
+    assert "  from:    claude_code · 12 messages" in text and "  showing: messages 0–9 of 12" in text
+    assert "msgs" not in text and "msgs" not in render.thread(_thread(0, 10, 12))
+    assert text.splitlines()[-1] == "… more messages: call again with --offset 10"
+    assert "1 message ·" in render.row_header(row(msg_count=1)).replace(" |", " ·")
+
+
+HOSTILE = [
+    "\x1b[2J\x1b[H",  # CSI: clear the screen
+    "\x1b]0;owned\x07",  # OSC: set the window title, ended by BEL
+    "\x1b]8;;https://evil.example\x1b\\link\x1b]8;;\x1b\\",  # OSC 8 hyperlink
+    "\x9b31m",  # C1 CSI
+    "\x90qdcs\x9c",  # C1 DCS ... ST
+    "a\rb\x08c\x7f",  # carriage return, backspace, DEL
+    "\u202egnp.exe\u202c \u2066isolate\u2069 \u200f",  # bidi override, isolate, mark
+]
+
+
+@pytest.mark.parametrize("text", HOSTILE)
+def test_visible_leaves_nothing_a_terminal_acts_on(text: str) -> None:
+    shown = visible(f"before {text} after\nnext\tline")
+    controls = [c for c in shown if unicodedata.category(c) in ("Cc", "Cf") and c not in "\n\t"]
+    assert controls == [] and shown.startswith("before ") and shown.endswith(" after\nnext\tline")
+    assert visible("日本語 é ✓ — “quotes”") == "日本語 é ✓ — “quotes”"  # text stays text
+
+
+def test_every_control_character_is_neutralised() -> None:
+    """Every C0/C1 control but newline and tab, and every bidi control, over the whole range, not a sample."""
+    bidi = {"\u061c", "\u200e", "\u200f", *map(chr, range(0x202A, 0x202F)), *map(chr, range(0x2066, 0x206A))}
+    for code in [*range(0x00, 0x20), *range(0x7F, 0xA0)]:
+        char = chr(code)
+        assert visible(char) == (char if char in "\n\t" else f"\\x{code:02x}"), hex(code)
+    for char in bidi:
+        assert unicodedata.category(char) == "Cf" and visible(char) == f"\\u{ord(char):04x}"
