@@ -70,21 +70,56 @@ def resolve_dsn(settings: Settings) -> str:
     return dsn
 
 
+_URI_USERINFO = re.compile(
+    r"^[a-z][a-z0-9+.-]*://(?P<user>[^:]*):(?P<password>.*)@", re.IGNORECASE | re.DOTALL
+)
+# password=VALUE as a keyword or a URI parameter: quoted, or every word up to the next ``keyword=`` (unquoted spaces
+# make the DSN malformed, but the words are still the password) or ``&``
+_KEYWORD_PASSWORD = re.compile(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'?|[^&\s]*(?:\s+(?![\w.]+\s*=)[^&\s]+)*)")
+
+
+def _password_text(dsn: str) -> str:
+    """What the person who wrote ``dsn`` meant as its password (see :func:`redact_dsn`), or ``""``."""
+    uri = _URI_USERINFO.match(dsn)
+    keyword = _KEYWORD_PASSWORD.search(dsn)
+    return (uri.group("password") if uri else "") + (keyword.group(2) if keyword else "")
+
+
 def redact_dsn(dsn: str) -> str:
-    """The DSN without its password, for messages and logs (in a URI, everything up to the last ``@`` before the
-    host, so a password with an unescaped ``@`` is masked whole)."""
-    keywords = re.sub(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", r"\1***", dsn)
-    return re.sub(r"(://[^:/@\s]*:)[^/?#\s]*@", r"\1***@", keywords)
+    """The DSN without its password, for messages and logs. In a URI the password is everything from the colon after
+    the user to the *last* ``@`` (what the person who typed it meant, whatever it holds: a password with an unescaped
+    ``@``, ``/``, ``?`` or ``#`` is masked whole, even where libpq would read part of it as the host)."""
+    keywords = _KEYWORD_PASSWORD.sub(r"\1***", dsn)
+    return _URI_USERINFO.sub(lambda m: f"{m.group()[: m.start('password')]}***@", keywords, count=1)
 
 
 def check_dsn(dsn: str) -> str:
-    """``dsn`` when libpq can read it; else one sentence that says what is wrong, the password masked (libpq's own
-    message quotes the whole DSN)."""
+    """``dsn`` when libpq can read it as it was meant; else one sentence that says what is wrong, the password masked
+    (libpq's own message quotes the whole DSN). A URI whose user or password holds an unescaped ``@``, ``/``, ``?``
+    or ``#`` is refused: libpq would read the rest of the password as the host (and send it to DNS, and quote it in
+    its error), so it must be percent-encoded."""
     try:
         psycopg.conninfo.conninfo_to_dict(dsn)
     except psycopg.ProgrammingError as exc:
-        reason = str(exc).strip().replace(dsn, redact_dsn(dsn))
+        # libpq quotes the token it choked on, which may be (part of) the password: such a token is masked
+        secret = _password_text(dsn)
+        reason = re.sub(
+            r'"([^"]*)"',
+            lambda m: (
+                '"***"'
+                if secret and m.group(1) and (m.group(1) in secret or secret in m.group(1))
+                else m.group()
+            ),
+            str(exc).strip().replace(dsn, redact_dsn(dsn)),
+        )
         raise InvalidArgument(f"malformed DSN {redact_dsn(dsn)}: {redact_dsn(reason)}") from None
+    userinfo = _URI_USERINFO.match(dsn)
+    if userinfo and any(c in userinfo.group("user") + userinfo.group("password") for c in "@/?#"):
+        raise InvalidArgument(
+            f"malformed DSN {redact_dsn(dsn)}: its user or password holds @, /, ? or #, which a URL must "
+            "percent-encode (@ is %40, / is %2F, ? is %3F, # is %23), or give it as password='...' in the "
+            "keyword form"
+        )
     return dsn
 
 
