@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import tempfile
+from pathlib import Path
 from typing import Any
 
 import pytest
 from ghostmem.cli import build_parser, main
 
 DEAD = "postgresql://nobody:s3cret@127.0.0.1:1/none"
+BAD_TOKENS = Path(tempfile.gettempdir()) / "ghostmem-test-cli-errors-tokens"
 
 # command -> arguments that make it start its work (and fail on the dead server, or refuse at once)
 WORK: dict[str, list[str]] = {
@@ -25,6 +28,7 @@ WORK: dict[str, list[str]] = {
     "enrich": [],
     "demo": [],
     "mcp": ["--token", "a-token-of-enough-length"],  # --token without --http is refused
+    "mcp-token": ["alice", "--tokens", str(BAD_TOKENS)],  # a tokens file that does not parse is refused
     "grant-project": ["app", "proj"],
     "restore-memory": ["1"],
     "revoke-project": ["app"],
@@ -86,6 +90,7 @@ def test_a_failure_is_json_with_json(
     command: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("GHOSTMEM_EMBED_MODEL", "hash")
+    BAD_TOKENS.write_text("not a token line\n")
     code, out, err = _run([command, *WORK[command], "--dsn", DEAD, "--json"], capsys)
     assert code != 0 and "Traceback" not in err and "s3cret" not in out + err
     data = json.loads(out)
