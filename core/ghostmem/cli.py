@@ -353,22 +353,65 @@ def cmd_enrich(args: argparse.Namespace) -> int:
     return 0
 
 
+DEMO_OWNER = "demo"
+DEMO_QUERY = "server does not start"
+
+
 @command("demo")
 def cmd_demo(args: argparse.Namespace) -> int:
-    """Import the real sample exports shipped with ghostmem into the embedded server and list them."""
-    with store(args) as gm:
+    """Import the real sample exports shipped with ghostmem under their own owner (``demo``, or ``--owner`` given
+    on the command line; never the memory ``GHOSTMEM_OWNER`` names) and show them; ``--remove`` deletes them."""
+    from ghostmem.db import EmbeddedServer, redact_dsn
+    from ghostmem.maintenance import clear
+
+    owner = args.owner or DEMO_OWNER
+    mine = Settings.from_env(dsn=args.dsn).owner
+    again = "" if owner == DEMO_OWNER else f" --owner {shlex.quote(owner)}"
+    settings = Settings.from_env(dsn=args.dsn, owner=owner)
+    with GhostMem(settings=settings) as gm:
+        if args.remove:
+            with gm.connection() as conn:
+                removed = clear(conn, owner)
+            emit(
+                args,
+                f"removed the demo: {len(removed)} conversations of owner {owner!r}",
+                {"removed": removed},
+            )
+            return 0
         report = gm.import_paths([sample_exports()], progress=not args.json)
         recent = gm.run("list_recent_conversations", {"days": 36500, "limit": 20})
-        found = gm.run("search_personal_memory", {"query": "server does not start", "limit": 3})
+        found = gm.run("search_personal_memory", {"query": DEMO_QUERY, "limit": 3})
+    server = None if settings.dsn else EmbeddedServer(settings.home).status()
+    where = (
+        f"the embedded server's data directory {server.pgdata}" if server else redact_dsn(settings.dsn or "")
+    )
+    lines = [
+        f"The demo's conversations are stored under owner {owner!r} in {where}; your own memory (owner {mine!r}) "
+        "holds none of them.",
+        f'Look around: ghostmem --owner {shlex.quote(owner)} search "..." (or recent, show, summary).',
+    ]
+    if server and server.running:
+        lines.append(
+            f"The embedded server is still running (pid {server.pid}): `ghostmem db stop` stops it (any command "
+            "starts it again)."
+        )
+    lines.append(f"Remove the demo's data: `ghostmem demo --remove{again}`.")
     text = (
-        f"{report.render()}\n\nRecent conversations (ghostmem recent --days 36500):\n"
-        f"{OPS_BY_NAME[recent.op].render(recent.data, READER)}\n\nSearch 'server does not start' "
-        f'(ghostmem search "server does not start"):\n{OPS_BY_NAME[found.op].render(found.data, READER)}'
+        f"{report.render()}\n\nRecent conversations (ghostmem --owner {shlex.quote(owner)} recent --days 36500):\n"
+        f"{OPS_BY_NAME[recent.op].render(recent.data, READER)}\n\nSearch '{DEMO_QUERY}' "
+        f'(ghostmem --owner {shlex.quote(owner)} search "{DEMO_QUERY}"):\n'
+        f"{OPS_BY_NAME[found.op].render(found.data, READER)}\n\n" + "\n".join(lines)
     )
     data = {
         "import": report.to_dict(),
         "recent": recent.data.model_dump(mode="json"),
         "search": found.data.model_dump(mode="json"),
+        "owner": owner,
+        "data": str(server.pgdata) if server else where,
+        "server": {"running": server.running, "pid": server.pid, "stop": "ghostmem db stop"}
+        if server
+        else None,
+        "remove": f"ghostmem demo --remove{again}",
     }
     emit(args, text, data)
     return 0 if report.ok else 1
@@ -554,7 +597,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="import it again from now on (what was deleted comes back with the next import of its files)",
     )
     sub.add_parser("enrich", parents=[common], help="recompute intensity, clusters and topics of everything")
-    sub.add_parser("demo", parents=[common], help="import the bundled sample exports and list them")
+    p = sub.add_parser(
+        "demo",
+        parents=[common],
+        help=f"import the bundled sample exports under their own owner ('{DEMO_OWNER}') and show them",
+    )
+    p.add_argument("--remove", action="store_true", help="delete the demo's conversations again")
     p = sub.add_parser("mcp", parents=[common], help="serve the operations over MCP (stdio; --http for HTTP)")
     p.add_argument("--http", action="store_true", help="streamable HTTP on 127.0.0.1 instead of stdio")
     p.add_argument("--port", type=_port, default=8765, help="port of --http")

@@ -267,6 +267,24 @@ def unforget(conn: Connection[Any], owner: str, conv_id: str) -> list[str]:
     return sorted(r[0] for r in rows)
 
 
+def clear(conn: Connection[Any], owner: str) -> list[str]:
+    """Delete every conversation of ``owner`` (both tiers) with its messages and vectors, and its import state and
+    forgotten ids: as if it had never imported anything (``ghostmem demo --remove``). Its ghost memories stay.
+    Returns the conversation ids removed."""
+    with conn.transaction():
+        ids = [
+            r[0]
+            for r in conn.execute("SELECT conv_id FROM ghostmem.conversations WHERE owner = %s", (owner,))
+        ]
+        gone: dict[str, str] = {}
+        for conv_id in ids:
+            if conv_id not in gone:
+                gone.update(purge(conn, owner, conv_id))
+        conn.execute("DELETE FROM ghostmem.import_state WHERE owner = %s", (owner,))
+        conn.execute("DELETE FROM ghostmem.forgotten WHERE owner = %s", (owner,))
+    return sorted(gone)
+
+
 def _known(conn: Connection[Any], owner: str, conv_id: str) -> bool:
     """Stored (in any tier), or already kept out."""
     row = conn.execute(

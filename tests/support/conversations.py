@@ -8,8 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from ghostmem import GhostMem
+from ghostmem.models import ConversationRow
 
 NOW = datetime.now(UTC)
+START = datetime(2026, 3, 1, 9, 5, tzinfo=UTC)  # a fixed time for renderings
 
 
 def conversation(
@@ -54,3 +56,22 @@ def stored(gm: GhostMem) -> dict[str, int]:
             (gm.owner,),
         ).fetchall()
     return {r[0]: int(r[1]) for r in rows}
+
+
+def row(**kw: object) -> ConversationRow:
+    """A result row with every field filled (``kw`` replaces some), for renderings."""
+    fields: dict[str, object] = {
+        "conv_id": "abc123",
+        "tier": "personal",
+        "platform": "claude_code",
+        "started_at": START,
+        "ended_at": START + timedelta(hours=2, minutes=30),
+        "title": "Fix the login page",
+        "topic": "auth",
+        "cluster": 3,
+        "msg_count": 14,
+        "intensity": 0.456,
+        "snippet": "the login   page\nbreaks on Safari",
+    }
+    fields.update(kw)
+    return ConversationRow.model_validate(fields)

@@ -2,38 +2,18 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta, timezone
+from datetime import datetime, timedelta, timezone
 
 from ghostmem import limits, render
 from ghostmem.models import (
     ConversationList,
-    ConversationRow,
     ConversationSummary,
     MessageView,
     SearchHit,
     SearchResult,
     Thread,
 )
-
-START = datetime(2026, 3, 1, 9, 5, tzinfo=UTC)
-
-
-def row(**kw: object) -> ConversationRow:
-    fields: dict[str, object] = {
-        "conv_id": "abc123",
-        "tier": "personal",
-        "platform": "claude_code",
-        "started_at": START,
-        "ended_at": START + timedelta(hours=2, minutes=30),
-        "title": "Fix the login page",
-        "topic": "auth",
-        "cluster": 3,
-        "msg_count": 14,
-        "intensity": 0.456,
-        "snippet": "the login   page\nbreaks on Safari",
-    }
-    fields.update(kw)
-    return ConversationRow.model_validate(fields)
+from support.conversations import START, row
 
 
 def test_row_header_is_exact() -> None:

@@ -6,34 +6,14 @@ from __future__ import annotations
 import time
 import unicodedata
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 import pytest
 from ghostmem import render
 from ghostmem.cli import READER
-from ghostmem.models import ConversationList, ConversationRow, MessageView, SearchHit, SearchResult, Thread
+from ghostmem.models import ConversationList, MessageView, SearchHit, SearchResult, Thread
 from ghostmem.text import visible
-
-START = datetime(2026, 3, 1, 9, 5, tzinfo=UTC)
-
-
-def row(**kw: object) -> ConversationRow:
-    fields: dict[str, object] = {
-        "conv_id": "abc123",
-        "tier": "personal",
-        "platform": "claude_code",
-        "started_at": START,
-        "ended_at": START + timedelta(hours=2, minutes=30),
-        "title": "Fix the login page",
-        "project": "webapp",
-        "topic": "auth",
-        "cluster": 3,
-        "msg_count": 14,
-        "intensity": 0.456,
-        "snippet": "the login page breaks on Safari",
-    }
-    fields.update(kw)
-    return ConversationRow.model_validate(fields)
+from support.conversations import row
 
 
 @pytest.fixture
@@ -46,7 +26,7 @@ def tokyo(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 
 def test_a_row_is_labelled_fields_in_local_time_with_the_zone(tokyo: None) -> None:
-    text = render.conversation_list(ConversationList(rows=[row()]), READER)
+    text = render.conversation_list(ConversationList(rows=[row(project="webapp")]), READER)
     assert text.splitlines() == [
         "Fix the login page",
         "  id:      abc123",
