@@ -142,14 +142,14 @@ def test_server_stopped_mid_import_is_one_sentence_and_a_rerun_finishes(
     while stored() < 50 and time.monotonic() < deadline and importing.poll() is None:
         time.sleep(0.05)
     server.stop()  # a fast shutdown, as a restart does: every session is terminated
-    _, err = importing.communicate(timeout=120)
+    out, err = importing.communicate(timeout=120)
     assert importing.returncode == 2, err
-    lines = err.strip().splitlines()
-    assert len(lines) == 1, err
+    failed = json.loads(out)  # with --json the error is one JSON object on stdout
+    assert failed["type"] == "DatabaseUnavailable" and failed["exit_code"] == 2, out
     assert (
-        lines[0].startswith("ghostmem: error: lost the connection to Postgres (")
-        and "run it again" in lines[0]
+        failed["error"].startswith("lost the connection to Postgres (") and "run it again" in failed["error"]
     )
+    assert "Traceback" not in err
 
     server.start()
     kept = stored()
