@@ -45,7 +45,7 @@ class SyncOps:
         """Search the user's past conversations with AI assistants (Claude Code, Codex, Gemini, ChatGPT,
         Claude.ai, LangChain/LlamaIndex apps) by meaning and by words, in any language. Returns the best
         matching conversations, each with a header [conv_id | platform | started→ended | title | topic |
-        cluster | msgs | intensity] and the messages that matched. Use it to recall what was discussed,
+        cluster | messages | intensity] and the messages that matched. Use it to recall what was discussed,
         decided or tried before. Narrow with days, platform or project. Then read one with
         get_conversation_summary or get_conversation.
         """
@@ -270,7 +270,7 @@ class AsyncOps:
         """Search the user's past conversations with AI assistants (Claude Code, Codex, Gemini, ChatGPT,
         Claude.ai, LangChain/LlamaIndex apps) by meaning and by words, in any language. Returns the best
         matching conversations, each with a header [conv_id | platform | started→ended | title | topic |
-        cluster | msgs | intensity] and the messages that matched. Use it to recall what was discussed,
+        cluster | messages | intensity] and the messages that matched. Use it to recall what was discussed,
         decided or tried before. Narrow with days, platform or project. Then read one with
         get_conversation_summary or get_conversation.
         """
