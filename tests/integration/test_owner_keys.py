@@ -7,7 +7,9 @@ reference a table distributed by owner. A later migration that adds a key withou
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -162,3 +164,23 @@ def test_the_schema_before_100_lacked_the_owner_in_these_keys(before_owner_keys:
             " owner with owner",
         ]
     )
+
+
+def test_the_citus_recipe_in_the_docs_names_every_table(pg_dsn: str) -> None:
+    """docs/scaling.md distributes every owner's table by owner and makes exactly the global tables reference
+    tables (the migration record stays on the coordinator), so a table added later is not forgotten there."""
+    prepare(pg_dsn, 384, "hash")
+    recipe = (Path(__file__).parents[2] / "docs" / "scaling.md").read_text(encoding="utf-8")
+    distributed = set(re.findall(r"create_distributed_table\('([\w.]+)', 'owner'", recipe))
+    reference = set(re.findall(r"create_reference_table\('([\w.]+)'\)", recipe))
+    with psycopg.connect(pg_dsn) as conn:
+        tables = {
+            r[0]
+            for r in conn.execute(
+                "SELECT oid::regclass::text FROM pg_class WHERE relnamespace::regnamespace::text = ANY(%s)"
+                " AND relkind IN ('r', 'p')",
+                (["ghostmem", "agent"],),
+            )
+        }
+    assert reference == set(GLOBAL_TABLES) - {"ghostmem_migrations.applied"}
+    assert distributed == tables - reference
