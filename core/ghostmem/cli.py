@@ -569,7 +569,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--watch", action="store_true", help="keep importing as transcripts grow (polling)")
     p.add_argument("--interval", type=_seconds, default=30.0, help="seconds between polls with --watch")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="no progress display (it is shown only on an interactive terminal anyway)",
+    )
     p.add_argument(
         "--langchain-table",
         default=None,
@@ -583,7 +587,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="import the threads a LangGraph PostgresSaver holds in that database (incremental)",
     )
     p = sub.add_parser("embed", parents=[common], help="embed messages imported with --no-embed")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="no progress display (it is shown only on an interactive terminal anyway)",
+    )
     p = sub.add_parser("forget", parents=[common], help="delete a conversation and never import it again")
     p.add_argument("conv_id", help="the conversation id (as shown in row headers)")
     p.add_argument(

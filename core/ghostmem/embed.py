@@ -58,6 +58,20 @@ class Embedder(Protocol):
     def embed_query(self, text: str) -> list[float]: ...
 
 
+@runtime_checkable
+class Loadable(Protocol):
+    """An embedder that loads its model lazily, and can be told to load it now (so that a job can time and show the
+    load as its own step instead of inside its first batch)."""
+
+    def load(self) -> None: ...
+
+
+def load(embedder: Embedder) -> None:
+    """Load ``embedder``'s model now if it loads lazily (a no-op for one without a model, or already loaded)."""
+    if isinstance(embedder, Loadable):
+        embedder.load()
+
+
 class SentenceTransformerEmbedder:
     """A sentence-transformers model on the CPU, loaded lazily on first use and batched."""
 
@@ -83,6 +97,10 @@ class SentenceTransformerEmbedder:
             )
             self._dim = int(dimension())
         return self._dim
+
+    def load(self) -> None:
+        """Load the model now, instead of on the first text."""
+        self._load()
 
     def _load(self) -> Any:
         with self._lock:

@@ -22,9 +22,11 @@ from psycopg import Connection
 
 from ghostmem import enrich as enrichment
 from ghostmem.embed import Embedder
+from ghostmem.embed import load as load_model
 from ghostmem.errors import NotFound
 from ghostmem.ingest import runner
 from ghostmem.ingest.report import ImportReport
+from ghostmem.progress import Display, display
 from ghostmem.records import TIERS
 from ghostmem.store import embed_pending as embed_batches
 from ghostmem.store import fill_morphemes, purge, remember
@@ -37,16 +39,21 @@ ENRICH_BATCH = 500  # conversations refreshed per transaction
 
 @dataclass(frozen=True, slots=True)
 class EmbedReport:
-    """What :func:`embed_pending` did: messages embedded, in how long, and conversations refreshed after."""
+    """What :func:`embed_pending` did: messages embedded, in how long (the model's load apart), and conversations
+    refreshed after."""
 
     embedded: int
     seconds: float
     conversations_refreshed: int
+    seconds_model_load: float = 0.0
 
     def render(self) -> str:
         rate = f" ({self.embedded / self.seconds:.0f} messages/s)" if self.embedded and self.seconds else ""
+        load = (
+            f" after loading the model in {self.seconds_model_load:.1f}s" if self.seconds_model_load else ""
+        )
         return (
-            f"embedded {self.embedded} messages in {self.seconds:.1f}s{rate}; "
+            f"embedded {self.embedded} messages in {self.seconds:.1f}s{rate}{load}; "
             f"refreshed {self.conversations_refreshed} conversations"
         )
 
@@ -54,8 +61,16 @@ class EmbedReport:
         return {
             "embedded": self.embedded,
             "seconds": round(self.seconds, 3),
+            "seconds_model_load": round(self.seconds_model_load, 3),
             "conversations_refreshed": self.conversations_refreshed,
         }
+
+
+@dataclass(frozen=True, slots=True)
+class _Embedded:
+    count: int = 0
+    seconds: float = 0.0
+    seconds_model_load: float = 0.0
 
 
 def import_paths(
@@ -76,10 +91,11 @@ def import_paths(
         embed: embed new conversational text after the import (False: lexical search only until
             :func:`embed_pending`).
         enrich: refresh intensity, conversation vectors and clusters of what changed.
-        progress: show progress bars on the terminal.
+        progress: show the steps and progress bars, when stderr is an interactive terminal (:mod:`ghostmem.progress`).
     """
-    report = runner.import_paths(conn, owner, tier, paths, progress=progress)
-    _after_import(conn, owner, tier, embedder, report, embed=embed, enrich=enrich, progress=progress)
+    with display(progress) as shown:
+        report = runner.import_paths(conn, owner, tier, paths, display=shown)
+        _after_import(conn, owner, tier, embedder, report, shown, embed=embed, enrich=enrich)
     return report
 
 
@@ -96,8 +112,9 @@ def import_langchain_table(
     progress: bool = False,
 ) -> ImportReport:
     """Import a langchain-postgres chat history table (incrementally), then embed and enrich what changed."""
-    report = runner.import_langchain_table(conn, owner, tier, from_dsn, table)
-    _after_import(conn, owner, tier, embedder, report, embed=embed, enrich=enrich, progress=progress)
+    with display(progress) as shown:
+        report = runner.import_langchain_table(conn, owner, tier, from_dsn, table)
+        _after_import(conn, owner, tier, embedder, report, shown, embed=embed, enrich=enrich)
     return report
 
 
@@ -107,37 +124,45 @@ def _after_import(
     tier: str,
     embedder: Embedder,
     report: ImportReport,
+    shown: Display,
     *,
     embed: bool,
     enrich: bool,
-    progress: bool,
 ) -> None:
+    """Embed what waits, then enrich what this import changed and what an interrupted one left unenriched."""
     with runner.autocommit(conn):
         if embed:
-            started = time.perf_counter()
-            report.messages_embedded = _embed_messages(conn, owner, embedder, tier=tier, progress=progress)
-            report.seconds_embed = time.perf_counter() - started
+            done = _embed_messages(conn, owner, embedder, shown, tier=tier)
+            report.messages_embedded = done.count
+            report.seconds_embed, report.seconds_model_load = done.seconds, done.seconds_model_load
         if enrich:
-            refresh(conn, owner, tier, sorted(report.conv_ids), recluster_if_needed=True)
+            started = time.perf_counter()
+            ids = sorted(report.conv_ids.union(unenriched(conn, owner, tier)))
+            _enrich(conn, owner, tier, ids, shown)
+            report.conversations_enriched = len(ids)
+            report.seconds_enrich = time.perf_counter() - started
 
 
 def embed_pending(
     conn: Connection[Any], owner: str, embedder: Embedder, *, progress: bool = False
 ) -> EmbedReport:
     """Embed every conversational message of the owner still without a vector (what an import with
-    ``embed=False`` left), then refresh the vectors of the conversations they belong to. Resumable: each batch
+    ``embed=False`` left), then refresh the conversations that need it (:func:`unenriched`). Resumable: each batch
     commits."""
-    with runner.autocommit(conn):
-        started = time.perf_counter()
-        count = _embed_messages(conn, owner, embedder, progress=progress)
-        seconds = time.perf_counter() - started
-        refreshed = _refresh_embedded(conn, owner)
-    return EmbedReport(count, seconds, refreshed)
+    with runner.autocommit(conn), display(progress) as shown:
+        done = _embed_messages(conn, owner, embedder, shown)
+        refreshed = 0
+        for tier in TIERS:
+            ids = unenriched(conn, owner, tier)
+            _enrich(conn, owner, tier, ids, shown)
+            refreshed += len(ids)
+    return EmbedReport(done.count, done.seconds, refreshed, done.seconds_model_load)
 
 
 def _embed_messages(
-    conn: Connection[Any], owner: str, embedder: Embedder, *, tier: str | None = None, progress: bool = False
-) -> int:
+    conn: Connection[Any], owner: str, embedder: Embedder, shown: Display, *, tier: str | None = None
+) -> _Embedded:
+    """Embed what waits: the model's load first, as its own step, then the messages batch by batch."""
     row = conn.execute(
         "SELECT count(*) FROM ghostmem.messages WHERE owner = %s AND (%s::text IS NULL OR tier = %s)"
         " AND embedding IS NULL AND role IN ('user', 'assistant')",
@@ -145,11 +170,38 @@ def _embed_messages(
     ).fetchone()
     pending = int(row[0]) if row else 0
     if not pending:
-        return 0
-    with runner.progress_bar(progress) as bar:
-        task = bar.add_task("embedding", total=pending) if bar else None
-        advance = (lambda n: bar.advance(task, n)) if bar is not None else None
-        return embed_batches(conn, owner, embedder, tier=tier, progress=advance)
+        return _Embedded()
+    with shown.step("loading the embedding model") as loading:
+        load_model(embedder)
+    started = time.perf_counter()
+    with shown.bar("embedding", pending, "messages") as bar:
+        count = embed_batches(conn, owner, embedder, tier=tier, progress=bar.advance)
+    return _Embedded(count, time.perf_counter() - started, loading.seconds)
+
+
+def unenriched(conn: Connection[Any], owner: str, tier: str) -> list[str]:
+    """The conversations whose enrichment is missing or stale: never refreshed, or changed since (the write path
+    clears ``intensity`` when it changes a conversation, :func:`ghostmem.store.save_conversation`), or with
+    embedded messages but no vector of their own. What an interrupted import or embed left undone."""
+    return [
+        r[0]
+        for r in conn.execute(
+            """
+            SELECT c.conv_id FROM ghostmem.conversations c
+            WHERE c.owner = %s AND c.tier = %s AND (c.intensity IS NULL OR c.embedding IS NULL AND EXISTS (
+                SELECT 1 FROM ghostmem.messages m WHERE m.owner = c.owner AND m.tier = c.tier
+                  AND m.conv_id = c.conv_id AND m.embedding IS NOT NULL))
+            ORDER BY c.conv_id
+            """,
+            (owner, tier),
+        )
+    ]
+
+
+def _enrich(conn: Connection[Any], owner: str, tier: str, conv_ids: Sequence[str], shown: Display) -> None:
+    if conv_ids:
+        with shown.step(f"enriching {len(conv_ids):,} conversations"):
+            refresh(conn, owner, tier, conv_ids, recluster_if_needed=True)
 
 
 def refresh(
@@ -172,28 +224,6 @@ def refresh(
         if len(conv_ids) >= max(5, total // 10):
             with conn.transaction():
                 enrichment.recluster(conn, owner)
-
-
-def _refresh_embedded(conn: Connection[Any], owner: str) -> int:
-    """Enrich the conversations whose messages have vectors while they have none yet."""
-    count = 0
-    for tier in TIERS:
-        ids = [
-            r[0]
-            for r in conn.execute(
-                """
-                SELECT c.conv_id FROM ghostmem.conversations c
-                WHERE c.owner = %s AND c.tier = %s AND c.embedding IS NULL AND EXISTS (
-                    SELECT 1 FROM ghostmem.messages m WHERE m.owner = c.owner AND m.tier = c.tier
-                      AND m.conv_id = c.conv_id AND m.embedding IS NOT NULL)
-                ORDER BY c.conv_id
-                """,
-                (owner, tier),
-            )
-        ]
-        refresh(conn, owner, tier, ids, recluster_if_needed=bool(ids))
-        count += len(ids)
-    return count
 
 
 def enrich(conn: Connection[Any], owner: str) -> int:

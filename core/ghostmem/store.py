@@ -251,6 +251,12 @@ def save_conversation(
         updated=updated or (not created and bool(rows)),
         messages_new=sum(1 for r in rows if r[1]),
     )
+    if result.updated:  # its enrichment is stale: cleared here, in the same transaction, so a job that is
+        # interrupted before enriching it leaves it findable (ghostmem.maintenance.unenriched) for the next one
+        conn.execute(
+            "UPDATE ghostmem.conversations SET intensity = NULL WHERE owner = %s AND tier = %s AND conv_id = %s",
+            key,
+        )
     if embedder is not None:
         embed_messages(conn, owner, embedder, [(r[0], r[2]) for r in rows if r[3] in CONVERSATIONAL_ROLES])
     # always: a caller may have deleted messages before saving (live capture shortening a thread); the row is

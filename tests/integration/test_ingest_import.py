@@ -20,6 +20,7 @@ import pytest
 from ghostmem import GhostMem, HashEmbedder
 from ghostmem.cli import sample_exports
 from ghostmem.ingest import ImportReport
+from support.conversations import write_corpus
 from support.transcripts import cc, jsonl
 
 FIXTURES = sample_exports()
@@ -207,38 +208,10 @@ def test_two_imports_at_once_neither_corrupt_nor_duplicate(pg_dsn: str, owner: s
         assert counts(both) == counts(alone)
 
 
-def generate_corpus(root: Path, files: int, convs_per_file: int) -> None:
-    rng = random.Random(7)
-    words = [
-        "index",
-        "vacuum",
-        "query",
-        "planner",
-        "lock",
-        "replica",
-        "backup",
-        "schema",
-        "migration",
-        "cache",
-        "latency",
-        "deploy",
-    ]
-    root.mkdir(parents=True)
-    for f in range(files):
-        with (root / f"part-{f:03d}.jsonl").open("w") as fh:
-            for c in range(convs_per_file):
-                messages = [
-                    {"id": str(m), "role": "user" if m % 2 == 0 else "assistant",
-                     "text": " ".join(rng.choice(words) for _ in range(12))}
-                    for m in range(6)
-                ]  # fmt: skip
-                fh.write(json.dumps({"conv_id": f"f{f}-c{c}", "messages": messages}) + "\n")
-
-
 @pytest.mark.slow
 def test_killed_import_resumes_to_the_same_counts(pg_dsn: str, owner: str, tmp_path: Path) -> None:
     corpus = tmp_path / "corpus"
-    generate_corpus(corpus, files=10, convs_per_file=60)
+    write_corpus(corpus, files=10, convs_per_file=60)
     env = {**os.environ, "GHOSTMEM_DSN": pg_dsn, "GHOSTMEM_OWNER": owner, "GHOSTMEM_EMBED_MODEL": "hash"}
     cmd = [
         sys.executable,
@@ -463,3 +436,68 @@ def test_a_resumed_session_does_not_repeat_the_replayed_lines(gm: GhostMem, tmp_
             (gm.owner,),
         ).fetchall()
     assert dict(rows) == {"s-old": ["u1", "a1"], "s-new": ["u2"]}
+
+
+def enrichment(dsn: str, owner: str) -> dict[str, tuple[Any, ...]]:
+    """Per conversation: what enrichment gives it (intensity, vector, cluster, topic) and what the import does."""
+    with psycopg.connect(dsn) as conn:
+        rows = conn.execute(
+            "SELECT conv_id, intensity, embedding::real[], cluster, topic, title, msg_count"
+            " FROM ghostmem.conversations WHERE owner = %s",
+            (owner,),
+        ).fetchall()
+    return {r[0]: tuple(r[1:]) for r in rows}
+
+
+@pytest.mark.slow
+def test_a_killed_import_is_enriched_by_the_next_run(pg_dsn: str, owner: str, tmp_path: Path) -> None:
+    """An import killed while storing leaves new conversations unenriched and grown ones stale; the next plain
+    ``ghostmem import`` finishes them all (no ``ghostmem enrich`` by hand), duplicating nothing."""
+    corpus = tmp_path / "corpus"
+    write_corpus(corpus, files=3, convs_per_file=50)
+    with GhostMem(dsn=pg_dsn, owner=owner, embedder=HashEmbedder()) as gm:
+        assert gm.import_paths([corpus]).conversations_enriched == 150
+    write_corpus(
+        corpus, files=6, convs_per_file=50, grown=2
+    )  # the 150 went on by 2 messages; 150 more are new
+    env = {**os.environ, "GHOSTMEM_DSN": pg_dsn, "GHOSTMEM_OWNER": owner, "GHOSTMEM_EMBED_MODEL": "hash"}
+    cmd = [sys.executable, "-m", "ghostmem.cli", "import", "--no-progress", "--json", str(corpus)]
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    kill_at = 900 + random.Random().randint(50, 1000)  # a random moment: this many messages stored (of 2,400)
+    deadline = time.monotonic() + 120
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+
+        def stored() -> int:
+            row = conn.execute("SELECT count(*) FROM ghostmem.messages WHERE owner = %s", (owner,)).fetchone()
+            return int(row[0]) if row else 0
+
+        while stored() < kill_at and time.monotonic() < deadline:
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        assert 900 < stored() < 2400
+    left = enrichment(pg_dsn, owner)
+    assert any(intensity is None for intensity, *_ in left.values())  # the kill left work undone
+
+    again = subprocess.run(cmd, env=env, check=True, capture_output=True, text=True)
+    assert json.loads(again.stdout)["conversations_enriched"] >= 150
+    done = enrichment(pg_dsn, owner)
+    with GhostMem(dsn=pg_dsn, owner=owner + "-whole", embedder=HashEmbedder()) as whole:
+        whole.import_paths([corpus])
+        assert counts(whole) == (300, 2400)
+    oracle = enrichment(pg_dsn, owner + "-whole")
+    assert done.keys() == oracle.keys() and len(done) == 300
+    for conv_id, (intensity, vector, cluster, topic, title, msg_count) in done.items():
+        assert None not in (intensity, vector, cluster, topic, title), conv_id
+        assert msg_count == 8  # nothing duplicated, nothing lost
+        want = oracle[conv_id]
+        assert intensity == pytest.approx(want[0], abs=1e-6)  # of the whole conversation, not the stale half
+        assert vector == pytest.approx(want[1], abs=1e-5)
+        assert title == want[4]
+    with psycopg.connect(pg_dsn) as conn:
+        row = conn.execute(
+            "SELECT count(*), count(DISTINCT (conv_id, native_id)), count(embedding) FROM ghostmem.messages"
+            " WHERE owner = %s",
+            (owner,),
+        ).fetchone()
+    assert row == (2400, 2400, 2400)

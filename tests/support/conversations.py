@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -75,3 +76,23 @@ def row(**kw: object) -> ConversationRow:
     }
     fields.update(kw)
     return ConversationRow.model_validate(fields)
+
+
+WORDS = ("index", "vacuum", "query", "planner", "lock", "replica", "backup", "schema", "migration", "cache",
+         "latency", "deploy")  # fmt: skip
+
+
+def write_corpus(root: Path, files: int, convs_per_file: int, messages: int = 6, grown: int = 0) -> None:
+    """``files`` generic JSONL files of ``convs_per_file`` conversations (``f{file}-c{n}``) of ``messages`` seeded
+    random messages each (plus ``grown`` more: the same conversations after they went on)."""
+    root.mkdir(parents=True, exist_ok=True)
+    for f in range(files):
+        with (root / f"part-{f:03d}.jsonl").open("w") as fh:
+            for c in range(convs_per_file):
+                rng = random.Random(f"{f}-{c}")  # per conversation: growing it keeps its first messages
+                texts = [" ".join(rng.choice(WORDS) for _ in range(12)) for _ in range(messages + grown)]
+                rows = [
+                    {"id": str(m), "role": "user" if m % 2 == 0 else "assistant", "text": text}
+                    for m, text in enumerate(texts)
+                ]
+                fh.write(json.dumps({"conv_id": f"f{f}-c{c}", "messages": rows}) + "\n")

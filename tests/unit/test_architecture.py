@@ -32,6 +32,7 @@ LAYERS: dict[str, int] = {
             "render",
             "strict",
             "content",
+            "progress",
             "db",
             "db.migrate",
             "db.server",

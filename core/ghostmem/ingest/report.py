@@ -29,8 +29,11 @@ class ImportReport:
     files_unchanged: int = 0  # already imported and not modified since: not read again
     files_skipped: int = 0  # unreadable or not a known format
     messages_embedded: int = 0
+    conversations_enriched: int = 0  # this import's, and those an interrupted one left unenriched
     seconds_import: float = 0.0
-    seconds_embed: float = 0.0
+    seconds_model_load: float = 0.0  # loading the embedding model, before the first message was embedded
+    seconds_embed: float = 0.0  # embedding itself (the model's load not included)
+    seconds_enrich: float = 0.0
     problems: list[Problem] = field(default_factory=list)
     conv_ids: set[str] = field(default_factory=set, repr=False)  # conversations created or updated
 
@@ -75,8 +78,12 @@ class ImportReport:
         lines.insert(1, "  ".join("-" * w for w in widths))
         lines.append(
             f"files: {self.files_read} read, {self.files_unchanged} unchanged, {self.files_skipped} skipped"
-            f" · messages embedded: {self.messages_embedded}"
-            f" · {self.seconds_import:.1f}s import, {self.seconds_embed:.1f}s embedding"
+            f" · {self.messages_embedded} messages embedded · {self.conversations_enriched} conversations enriched"
+        )
+        load = f"{self.seconds_model_load:.1f}s loading the model, " if self.seconds_model_load else ""
+        lines.append(
+            f"time: {self.seconds_import:.1f}s import, {load}{self.seconds_embed:.1f}s embedding,"
+            f" {self.seconds_enrich:.1f}s enriching"
         )
         if self.problems:
             lines.append(f"problems ({len(self.problems)}):")
@@ -98,7 +105,10 @@ class ImportReport:
             "files_unchanged": self.files_unchanged,
             "files_skipped": self.files_skipped,
             "messages_embedded": self.messages_embedded,
+            "conversations_enriched": self.conversations_enriched,
             "seconds_import": round(self.seconds_import, 3),
+            "seconds_model_load": round(self.seconds_model_load, 3),
             "seconds_embed": round(self.seconds_embed, 3),
+            "seconds_enrich": round(self.seconds_enrich, 3),
             "problems": [{"file": p.path, "line": p.line, "reason": p.reason} for p in self.problems],
         }

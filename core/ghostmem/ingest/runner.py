@@ -31,6 +31,7 @@ from ghostmem.ingest.common import Item, Parsed, Problem, TitleHint
 from ghostmem.ingest.report import ImportReport
 from ghostmem.ingest.sources import Source, default_locations, iter_sources, stat_of
 from ghostmem.limits import STORED_TITLE_CHARS
+from ghostmem.progress import Display
 from ghostmem.records import TIERS, TITLE_FROM_SUMMARY, ConversationRecord, clip
 from ghostmem.store import (
     IGNORE_MARKER,
@@ -90,7 +91,7 @@ def import_paths(
     tier: str,
     paths: Sequence[str | Path] | None,
     *,
-    progress: bool = False,
+    display: Display | None = None,
 ) -> ImportReport:
     """Import conversations from files, folders and export zips (every platform's usual place when ``paths`` is None).
 
@@ -98,7 +99,7 @@ def import_paths(
     of what changed are :func:`ghostmem.maintenance.import_paths`'s part.
 
     Args:
-        progress: show a progress bar on the terminal.
+        display: where the files' progress is shown (:func:`ghostmem.progress.display`; default: nowhere).
     """
     check_tier(tier)
     report = ImportReport()
@@ -129,19 +130,16 @@ def import_paths(
             report.problems.append(problem)
 
         sources = list(iter_sources(targets, skipped, unchanged))
-        with progress_bar(progress) as bar:
-            task = bar.add_task("importing", total=len(sources)) if bar else None
+        with (display or Display()).bar("importing", len(sources), "files") as bar:
             for source in sources:
-                label = f"{source.platform} {source.path.name}"[:40]
+                label = f"importing {source.platform} {source.path.name}"[:60]
 
-                def tick(done: int, label: str = label) -> None:
-                    if bar is not None and task is not None:  # a big export shows its conversations go by
-                        bar.update(task, description=f"{label} · {done} conversations")
+                def tick(done: int, label: str = label) -> None:  # a big export shows its conversations go by
+                    bar.describe(f"{label} · {done:,} conversations")
 
-                tick(0)
+                bar.describe(label)
                 _import_source(conn, owner, tier, source, report, tick)
-                if bar is not None and task is not None:
-                    bar.advance(task)
+                bar.advance(1)
         _done(conn, owner, tier, report, started)
     return report
 
@@ -442,22 +440,3 @@ def _full_hash(source: Source) -> str:
         while chunk := fh.read(1 << 20):
             digest.update(chunk)
     return digest.hexdigest()
-
-
-@contextmanager
-def progress_bar(enabled: bool) -> Iterator[Any]:
-    if not enabled:
-        yield None
-        return
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    with Progress(
-        TextColumn("{task.description:<60}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        transient=True,
-        console=Console(stderr=True),  # stdout carries the report (or --json)
-    ) as bar:
-        yield bar
