@@ -438,14 +438,19 @@ def test_a_resumed_session_does_not_repeat_the_replayed_lines(gm: GhostMem, tmp_
     assert dict(rows) == {"s-old": ["u1", "a1"], "s-new": ["u2"]}
 
 
+def owner_rows(dsn: str, query: str, owner: str) -> list[tuple[Any, ...]]:
+    with psycopg.connect(dsn) as conn:
+        return conn.execute(query, (owner,)).fetchall()
+
+
 def enrichment(dsn: str, owner: str) -> dict[str, tuple[Any, ...]]:
     """Per conversation: what enrichment gives it (intensity, vector, cluster, topic) and what the import does."""
-    with psycopg.connect(dsn) as conn:
-        rows = conn.execute(
-            "SELECT conv_id, intensity, embedding::real[], cluster, topic, title, msg_count"
-            " FROM ghostmem.conversations WHERE owner = %s",
-            (owner,),
-        ).fetchall()
+    rows = owner_rows(
+        dsn,
+        "SELECT conv_id, intensity, embedding::real[], cluster, topic, title, msg_count"
+        " FROM ghostmem.conversations WHERE owner = %s",
+        owner,
+    )
     return {r[0]: tuple(r[1:]) for r in rows}
 
 
@@ -457,9 +462,8 @@ def test_a_killed_import_is_enriched_by_the_next_run(pg_dsn: str, owner: str, tm
     write_corpus(corpus, files=3, convs_per_file=50)
     with GhostMem(dsn=pg_dsn, owner=owner, embedder=HashEmbedder()) as gm:
         assert gm.import_paths([corpus]).conversations_enriched == 150
-    write_corpus(
-        corpus, files=6, convs_per_file=50, grown=2
-    )  # the 150 went on by 2 messages; 150 more are new
+    # the 150 went on by 2 messages each; 150 more are new
+    write_corpus(corpus, files=6, convs_per_file=50, grown=2)
     env = {**os.environ, "GHOSTMEM_DSN": pg_dsn, "GHOSTMEM_OWNER": owner, "GHOSTMEM_EMBED_MODEL": "hash"}
     cmd = [sys.executable, "-m", "ghostmem.cli", "import", "--no-progress", "--json", str(corpus)]
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -494,10 +498,10 @@ def test_a_killed_import_is_enriched_by_the_next_run(pg_dsn: str, owner: str, tm
         assert intensity == pytest.approx(want[0], abs=1e-6)  # of the whole conversation, not the stale half
         assert vector == pytest.approx(want[1], abs=1e-5)
         assert title == want[4]
-    with psycopg.connect(pg_dsn) as conn:
-        row = conn.execute(
-            "SELECT count(*), count(DISTINCT (conv_id, native_id)), count(embedding) FROM ghostmem.messages"
-            " WHERE owner = %s",
-            (owner,),
-        ).fetchone()
-    assert row == (2400, 2400, 2400)
+    messages = owner_rows(
+        pg_dsn,
+        "SELECT count(*), count(DISTINCT (conv_id, native_id)), count(embedding) FROM ghostmem.messages"
+        " WHERE owner = %s",
+        owner,
+    )
+    assert messages == [(2400, 2400, 2400)]
