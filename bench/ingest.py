@@ -12,7 +12,9 @@ line, several files), then imported with ``gm.import_paths`` into a fresh databa
   very texts the import embedded (user and assistant messages), in the same process: what an importer that simply
   calls sentence-transformers pays on this CPU.
 
-Throughput is messages (all roles) per second of wall time; the embedded-text rate is also given. The same run
+Throughput is messages (all roles) per second of wall time; the embedded-text rate is also given, and where the
+import's time went (storing, loading the model, embedding, enriching), with the machine's mean load average during
+each timed phase. The same run
 also times one query at a time through both engines (``embed_query``, p50/p95 over ``--queries`` short texts), the
 engine's texts/s at 1 and at every core's intra-op threads (on a slice of the texts), and the agreement of the two
 engines' vectors (minimum cosine over that slice).
@@ -22,9 +24,11 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -79,12 +83,42 @@ def write_files(directory: Path, messages: int, seed: int, per_file: int = 50) -
     return written, embeddable
 
 
+class LoadAverage:
+    """The machine's 1-minute load average, sampled every few seconds while a phase runs: its mean says how busy
+    the machine was during that phase (this bench shares the machine with whatever else runs)."""
+
+    def __init__(self, every: float = 5.0) -> None:
+        self._every = every
+        self._samples: list[float] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def _sample(self) -> None:
+        while True:
+            self._samples.append(os.getloadavg()[0])
+            if self._stop.wait(self._every):
+                return
+
+    def __enter__(self) -> LoadAverage:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    @property
+    def mean(self) -> float:
+        return round(statistics.fmean(self._samples), 2) if self._samples else 0.0
+
+
 def import_run(dsn: str, files: Path, embedder: Embedder, embed: bool) -> dict[str, Any]:
     with GhostMem(dsn=dsn, owner=corpus.OWNER, embedder=embedder) as gm:
         gm.connect()  # migrations and pool outside the timed span
-        t0 = time.perf_counter()
-        report = gm.import_paths([files], embed=embed)
-        wall = time.perf_counter() - t0
+        with LoadAverage() as load:
+            t0 = time.perf_counter()
+            report = gm.import_paths([files], embed=embed)
+            wall = time.perf_counter() - t0
         with gm.connection() as conn:
             row = conn.execute(
                 "SELECT count(*), count(embedding) FROM ghostmem.messages WHERE owner = %s", (corpus.OWNER,)
@@ -98,7 +132,10 @@ def import_run(dsn: str, files: Path, embedder: Embedder, embed: bool) -> dict[s
         "messages_per_s": round(stored / wall, 1) if wall else 0.0,
         "embedded_per_s": round(embedded / wall, 1) if wall and embedded else None,
         "seconds_import": round(report.seconds_import, 2),
+        "seconds_model_load": round(report.seconds_model_load, 2),
         "seconds_embed": round(report.seconds_embed, 2),
+        "seconds_enrich": round(report.seconds_enrich, 2),
+        "load_average_mean": load.mean,
         "problems": len(report.problems),
         "conversations_new": report.conversations_new,
     }
@@ -106,13 +143,15 @@ def import_run(dsn: str, files: Path, embedder: Embedder, embed: bool) -> dict[s
 
 def baseline(texts: list[str], reference: Embedder, messages: int) -> dict[str, Any]:
     """A plain ``SentenceTransformer.encode`` over the texts (the fake embedder's own batch call in a smoke run)."""
-    t0 = time.perf_counter()
-    if isinstance(reference, SentenceTransformerEmbedder):
-        reference._load().encode(texts, batch_size=64, normalize_embeddings=True, show_progress_bar=False)
-    else:
-        reference.embed_documents(texts)
-    wall = time.perf_counter() - t0
+    with LoadAverage() as load:
+        t0 = time.perf_counter()
+        if isinstance(reference, SentenceTransformerEmbedder):
+            reference._load().encode(texts, batch_size=64, normalize_embeddings=True, show_progress_bar=False)
+        else:
+            reference.embed_documents(texts)
+        wall = time.perf_counter() - t0
     return {
+        "load_average_mean": load.mean,
         "texts": len(texts),
         "wall_s": round(wall, 2),
         "embedded_per_s": round(len(texts) / wall, 1) if wall else 0.0,

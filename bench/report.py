@@ -300,6 +300,14 @@ def ingest_section(runs: list[dict[str, Any]]) -> str:
             f"\nImport with embeddings ÷ baseline encode loop: **{r['ratio_with_embeddings_over_baseline']}** "
             "(1.0 = the import costs no more than embedding alone; above 1 = faster than the plain loop).\n"
         )
+        if "seconds_enrich" in emb:
+            out.append(
+                f"Where the import with embeddings spent its time: storing {emb['seconds_import']} s, loading the "
+                f"model {emb['seconds_model_load']} s, embedding {emb['seconds_embed']} s, enriching "
+                f"{emb['seconds_enrich']} s. Mean load average of the machine (2 cores) during the lexical import "
+                f"{lex['load_average_mean']}, the import with embeddings {emb['load_average_mean']}, the baseline "
+                f"{base['load_average_mean']}.\n"
+            )
         if r.get("query_embedding"):
             out.append(f"Engine: {r.get('engine')}. One query embedded at a time (`embed_query`):\n")
             out.append(

@@ -13,7 +13,7 @@ import logging
 import math
 import re
 import unicodedata
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from itertools import chain
@@ -507,12 +507,23 @@ def _refresh_counts(conn: Connection[Any], owner: str, tier: str, conv_id: str) 
     )
 
 
+EMBED_WINDOW = 1024  # messages read per transaction by embed_pending: the texts embedded are sorted by length
+# over this many, so each call to the embedder gets texts of similar length (little padding)
+EMBED_CHUNK = 128  # texts per call to the embedder: a progress display moves after each
+
+
 def embed_messages(
-    conn: Connection[Any], owner: str, embedder: Embedder, rows: Iterable[tuple[int, str]]
+    conn: Connection[Any],
+    owner: str,
+    embedder: Embedder,
+    rows: Sequence[tuple[int, str]],
+    progress: Callable[[int], None] | None = None,
 ) -> int:
     """Give the owner's messages (id, text) their vectors; each distinct text is embedded once, ever (cache by hash).
 
-    Returns how many messages got a vector. Texts not worth embedding are left without one.
+    Returns how many messages got a vector. Texts not worth embedding are left without one. The texts to embed go
+    to the embedder shortest first, :data:`EMBED_CHUNK` at a time; ``progress`` hears how many of ``rows`` each
+    call accounted for (all of them in the end).
     """
     ids: list[int] = []
     hashes: list[bytes] = []
@@ -526,6 +537,8 @@ def embed_messages(
         hashes.append(digest)
         texts.setdefault(digest, cut)
     if not ids:
+        if progress is not None:
+            progress(len(rows))
         return 0
     cached = {
         r[0]
@@ -534,10 +547,17 @@ def embed_messages(
             (embedder.name, list(texts)),
         )
     }
-    missing = [h for h in texts if h not in cached]
+    missing = sorted((h for h in texts if h not in cached), key=lambda h: len(texts[h]))
+    reported = 0
     if missing:
         db.use_vectors(conn)
-        vectors = embedder.embed_documents([texts[h] for h in missing])
+        vectors: list[list[float]] = []
+        for start in range(0, len(missing), EMBED_CHUNK):
+            chunk = missing[start : start + EMBED_CHUNK]
+            vectors += embedder.embed_documents([texts[h] for h in chunk])
+            if progress is not None:
+                progress(len(chunk))
+                reported += len(chunk)
         conn.execute(
             """
             INSERT INTO ghostmem.embedding_cache (model, content_hash, embedding)
@@ -555,6 +575,8 @@ def embed_messages(
         """,
         (ids, hashes, embedder.name, owner),
     )
+    if progress is not None:
+        progress(len(rows) - reported)  # the rest: cached or repeated texts, texts not worth a vector
     return len(ids)
 
 
@@ -564,19 +586,17 @@ def embed_pending(
     embedder: Embedder,
     *,
     tier: str | None = None,
-    batch_size: int = 256,
+    batch_size: int = EMBED_WINDOW,
     progress: Callable[[int], None] | None = None,
 ) -> int:
     """Embed every conversational message still without a vector, committing batch by batch.
 
     ``conn`` must be in autocommit mode (each batch is its own transaction, so an interrupted run keeps what it
-    did). Returns the number of messages embedded.
+    did). Returns the number of messages embedded; ``progress`` hears of the messages done, call by call.
     """
     done = 0
     for rows in _message_batches(
         conn, owner, "(%s::text IS NULL OR tier = %s) AND embedding IS NULL", (tier, tier), batch_size
     ):
-        done += embed_messages(conn, owner, embedder, rows)
-        if progress is not None:
-            progress(len(rows))
+        done += embed_messages(conn, owner, embedder, rows, progress)
     return done
