@@ -55,7 +55,13 @@ class SearchHit(ConversationRow):
 
 
 class ConversationList(_Model):
+    """Conversations active in the last ``days``. When none is, ``before`` holds the most recent ones before that
+    window and ``widen_to`` the window that would list them (history imported from long ago is not hidden)."""
+
     rows: list[ConversationRow]
+    days: int | None = None
+    before: list[ConversationRow] = Field(default_factory=list)
+    widen_to: int | None = None
 
 
 class SearchResult(_Model):

@@ -92,7 +92,8 @@ class SyncOps:
         project: str | None = None,
     ) -> OpResult[ConversationList]:
         """List the user's most recent conversations, newest activity first (by time, not by relevance). Use it
-        for 'what was I working on yesterday'. Optional platform and project filters.
+        for 'what was I working on yesterday'. Optional platform and project filters. When nothing is that
+        recent, it shows the most recent before the window and the days that list them.
         """
         return self.run(
             "list_recent_conversations",
@@ -112,7 +113,8 @@ class SyncOps:
         limit: int = 30,
     ) -> OpResult[ConversationList]:
         """List conversations about one project: those whose project path/name or title contains the given text
-        (case-insensitive), newest first. Use it to catch up on a codebase or a piece of work.
+        (case-insensitive), newest first. Use it to catch up on a codebase or a piece of work. When nothing is
+        that recent, it shows the most recent before the window and the days that list them.
         """
         return self.run(
             "list_project_conversations",
@@ -317,7 +319,8 @@ class AsyncOps:
         project: str | None = None,
     ) -> OpResult[ConversationList]:
         """List the user's most recent conversations, newest activity first (by time, not by relevance). Use it
-        for 'what was I working on yesterday'. Optional platform and project filters.
+        for 'what was I working on yesterday'. Optional platform and project filters. When nothing is that
+        recent, it shows the most recent before the window and the days that list them.
         """
         return await self.run(
             "list_recent_conversations",
@@ -337,7 +340,8 @@ class AsyncOps:
         limit: int = 30,
     ) -> OpResult[ConversationList]:
         """List conversations about one project: those whose project path/name or title contains the given text
-        (case-insensitive), newest first. Use it to catch up on a codebase or a piece of work.
+        (case-insensitive), newest first. Use it to catch up on a codebase or a piece of work. When nothing is
+        that recent, it shows the most recent before the window and the days that list them.
         """
         return await self.run(
             "list_project_conversations",

@@ -199,7 +199,8 @@ OPS: tuple[OpSpec[Any, Any], ...] = (
         name="list_recent_conversations",
         description=(
             "List the user's most recent conversations, newest activity first (by time, not by relevance). "
-            "Use it for 'what was I working on yesterday'. Optional platform and project filters."
+            "Use it for 'what was I working on yesterday'. Optional platform and project filters. When nothing is "
+            "that recent, it shows the most recent before the window and the days that list them."
         ),
         args_model=ListRecentConversationsArgs,
         result_model=ConversationList,
@@ -212,7 +213,8 @@ OPS: tuple[OpSpec[Any, Any], ...] = (
         name="list_project_conversations",
         description=(
             "List conversations about one project: those whose project path/name or title contains the given "
-            "text (case-insensitive), newest first. Use it to catch up on a codebase or a piece of work."
+            "text (case-insensitive), newest first. Use it to catch up on a codebase or a piece of work. When "
+            "nothing is that recent, it shows the most recent before the window and the days that list them."
         ),
         args_model=ListProjectConversationsArgs,
         result_model=ConversationList,

@@ -168,7 +168,9 @@ def _bounded(lines: list[str]) -> str:
 
 
 def conversation_list(result: ConversationList, reader: Reader = FOR_MODELS) -> str:
-    if not result.rows:
+    if result.rows:
+        return _bounded([conversation_row(r, reader) for r in result.rows])
+    if not result.before:
         return reader.words.say(
             "No conversations match. Widen `",
             Arg("days"),
@@ -176,7 +178,15 @@ def conversation_list(result: ConversationList, reader: Reader = FOR_MODELS) -> 
             Op("search_personal_memory"),
             ".",
         )
-    return _bounded([conversation_row(r, reader) for r in result.rows])
+    window = f"{result.days} day{'s' if result.days != 1 else ''}"
+    shown = len(result.before)
+    head = reader.words.say(
+        f"No conversations active in the last {window}. The "
+        f"{'most recent one' if shown == 1 else f'{shown} most recent'} before that, newest first (`",
+        Arg("days", value=result.widen_to),
+        "` lists them):",
+    )
+    return _bounded([head, *(conversation_row(r, reader) for r in result.before)])
 
 
 def search_result(result: SearchResult, reader: Reader = FOR_MODELS) -> str:

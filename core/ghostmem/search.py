@@ -34,6 +34,7 @@ from psycopg import sql
 
 from ghostmem import japanese
 from ghostmem.args import (
+    MAX_DAYS,
     GetConversationArgs,
     GetConversationSummaryArgs,
     ListProjectConversationsArgs,
@@ -666,23 +667,24 @@ def get_conversation_summary(
 # --- lists ---------------------------------------------------------------------------------------------------
 
 
+BEFORE_SHOWN = 5  # conversations shown from before an empty window
+
+
 def _list(
     ctx: OpContext, days: int, limit: int, platform: str | None, project: str | None
 ) -> Program[ConversationList]:
-    """Personal conversations active in the last ``days``, newest activity first."""
-    parts = [
-        sql.SQL("c.owner = %(owner)s"),
-        sql.SQL("c.tier = 'personal'"),
-        sql.SQL("c.ended_at >= now() - make_interval(days => %(days)s)"),
-    ]
+    """Personal conversations active in the last ``days``, newest activity first; when there is none, the few most
+    recent before that window, and the window that would list them."""
+    parts = [sql.SQL("c.owner = %(owner)s"), sql.SQL("c.tier = 'personal'")]
     if platform is not None:
         parts.append(sql.SQL("c.platform = %(platform)s"))
     if project is not None:
         parts.append(sql.SQL("(c.project ILIKE %(project)s OR c.title ILIKE %(project)s)"))
+    window = sql.SQL("c.ended_at >= now() - make_interval(days => %(days)s)")
     statement = sql.SQL(
         "SELECT {columns} FROM ghostmem.conversations c WHERE {where} "
         "ORDER BY c.ended_at DESC NULLS LAST, c.conv_id LIMIT %(limit)s"
-    ).format(columns=_ROW_COLUMNS, where=sql.SQL(" AND ").join(parts))
+    )
     params = {
         "owner": ctx.owner,
         "days": days,
@@ -690,8 +692,26 @@ def _list(
         "platform": platform,
         "project": like_pattern(project) if project is not None else None,
     }
-    rows = yield Query(statement, params)
-    return ConversationList(rows=[_conversation_row(r) for r in rows])
+    rows = yield Query(
+        statement.format(columns=_ROW_COLUMNS, where=sql.SQL(" AND ").join([*parts, window])), params
+    )
+    if rows:
+        return ConversationList(rows=[_conversation_row(r) for r in rows], days=days)
+    # days since each ended, rounded up past the next whole day: `days` = that lists it
+    since = sql.SQL("floor(extract(epoch FROM now() - c.ended_at) / 86400)::int + 1 AS days_since")
+    before = yield Query(
+        statement.format(
+            columns=sql.SQL(", ").join([_ROW_COLUMNS, since]),
+            where=sql.SQL(" AND ").join([*parts, sql.SQL("c.ended_at IS NOT NULL")]),
+        ),
+        {**params, "limit": min(limit, BEFORE_SHOWN)},
+    )
+    return ConversationList(
+        rows=[],
+        days=days,
+        before=[_conversation_row(r) for r in before],
+        widen_to=min(MAX_DAYS, max(r["days_since"] for r in before)) if before else None,
+    )
 
 
 def list_recent_conversations(ctx: OpContext, args: ListRecentConversationsArgs) -> Program[ConversationList]:

@@ -65,6 +65,55 @@ def test_project_is_a_case_insensitive_substring_of_title_or_project(store: Ghos
     assert ids(store.list_project_conversations("misc", days=60)) == ["old"]
 
 
+def test_old_history_is_shown_when_the_default_window_is_empty(gm: GhostMem, tmp_path: Path) -> None:
+    """History imported from long ago: recent (2 days) and project (14 days) say their window is empty, show the
+    most recent conversations before it, and name the window that lists them; that window does."""
+    old = [
+        conversation(f"old-{n}", f"Thread {n}", 400 + 10 * n, ["what we said", "and answered"], "acme/shop")
+        for n in range(7)
+    ]
+    import_generic(gm, tmp_path / "history.jsonl", [*old, conversation("timeless", "No time", 0, ["x", "y"])])
+    with gm.connection() as conn:  # a conversation without any time is never in a window, nor among these
+        conn.execute(
+            "UPDATE ghostmem.conversations SET started_at = NULL, ended_at = NULL WHERE owner = %s AND conv_id = %s",
+            (gm.owner, "timeless"),
+        )
+    for result in (gm.list_recent_conversations(), gm.list_project_conversations("shop")):
+        data = result.data
+        assert data.rows == [] and data.days in (2, 14)
+        assert [r.conv_id for r in data.before] == [
+            "old-0",
+            "old-1",
+            "old-2",
+            "old-3",
+            "old-4",
+        ]  # newest first
+        assert data.widen_to == 441  # the fifth ended 440 days ago (and some minutes): 441 days list it
+        lines = result.text.splitlines()
+        assert lines[0] == (
+            f"No conversations active in the last {data.days} days. The 5 most recent before that, newest first"
+            " (days=441 lists them):"
+        )
+        assert lines[1].startswith("[old-0 | generic | ")
+    wider = gm.list_recent_conversations(days=441, limit=5).data
+    assert [r.conv_id for r in wider.rows] == [
+        "old-0",
+        "old-1",
+        "old-2",
+        "old-3",
+        "old-4",
+    ] and not wider.before
+    assert (
+        gm.list_recent_conversations(days=440).data.rows[-1].conv_id == "old-3"
+    )  # one day less: not the fifth
+    one = gm.list_recent_conversations(limit=1)
+    assert [r.conv_id for r in one.data.before] == ["old-0"] and "The most recent one before that" in one.text
+    nothing = gm.list_project_conversations(
+        "no-such-project"
+    )  # filters hold for what is shown before the window
+    assert nothing.data.before == [] and nothing.text.startswith("No conversations match.")
+
+
 def test_project_wildcards_are_literal(store: GhostMem) -> None:
     # Only one title holds a literal "%" and a literal "_"; as wildcards they would match every row.
     assert ids(store.list_project_conversations("%", days=60)) == ["old"]
