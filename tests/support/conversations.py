@@ -82,14 +82,17 @@ WORDS = ("index", "vacuum", "query", "planner", "lock", "replica", "backup", "sc
          "latency", "deploy")  # fmt: skip
 
 
-def write_corpus(root: Path, files: int, convs_per_file: int, messages: int = 6, grown: int = 0) -> None:
+def write_corpus(
+    root: Path, files: int, convs_per_file: int, messages: int = 6, grown: int = 0, seed: str = ""
+) -> None:
     """``files`` generic JSONL files of ``convs_per_file`` conversations (``f{file}-c{n}``) of ``messages`` seeded
-    random messages each (plus ``grown`` more: the same conversations after they went on)."""
+    random messages each (plus ``grown`` more: the same conversations after they went on). Another ``seed``, other
+    texts (the embedding cache is shared by every owner of a database)."""
     root.mkdir(parents=True, exist_ok=True)
     for f in range(files):
         with (root / f"part-{f:03d}.jsonl").open("w") as fh:
             for c in range(convs_per_file):
-                rng = random.Random(f"{f}-{c}")  # per conversation: growing it keeps its first messages
+                rng = random.Random(f"{seed}{f}-{c}")  # per conversation: growing it keeps its first messages
                 texts = [" ".join(rng.choice(WORDS) for _ in range(12)) for _ in range(messages + grown)]
                 rows = [
                     {"id": str(m), "role": "user" if m % 2 == 0 else "assistant", "text": text}
