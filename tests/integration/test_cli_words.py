@@ -30,6 +30,11 @@ CASES: dict[str, tuple[list[str], str]] = {
         ["recent", "--days", "1", "--platform", "codex"],
         "Widen `--days`, drop a filter, or use `ghostmem search`.",
     ),
+    "render.conversation_list: No conversations active in the last {}. ": (
+        ["recent", "--days", "1"],
+        "No conversations active in the last 1 day. The most recent one before that, newest first "
+        "(`--days 2` lists them):",
+    ),
     "render.thread: … more messages: call again with ": (
         ["show", CONV, "--limit", "2"],
         "call again with --offset 2",

@@ -92,7 +92,7 @@ def test_old_history_is_shown_when_the_default_window_is_empty(gm: GhostMem, tmp
         lines = result.text.splitlines()
         assert lines[0] == (
             f"No conversations active in the last {data.days} days. The 5 most recent before that, newest first"
-            " (days=441 lists them):"
+            " (`days=441` lists them):"
         )
         assert lines[1].startswith("[old-0 | generic | ")
     wider = gm.list_recent_conversations(days=441, limit=5).data
