@@ -11,7 +11,6 @@ allows more scopes (``allowed_scopes``); the operation itself refuses any other 
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import dataclasses
 from collections.abc import Iterable, Mapping
@@ -76,7 +75,7 @@ class Binding:
         # A store the application passed in is the application's to close.
         self._owns_store = not isinstance(store, GhostMem)
         self.store = store if isinstance(store, GhostMem) else GhostMem(dsn=store, embedder=embedder)
-        self.astore = AsyncGhostMem(settings=self.store.settings, embedder=self.store.embedder)
+        self.astore: AsyncGhostMem = self.store.aio  # one async pool per store, shared by every binding on it
         project = self.store.context.current_project if current_project is None else current_project
         scopes = _allowed_scopes(allowed_scopes, project if project_key is None else project_key)
         self.context = dataclasses.replace(
@@ -193,17 +192,15 @@ class Binding:
         return {**defaults, **self.validate(spec, arguments)}
 
     def close(self) -> None:
-        """Close the sync pool this binding opened (``aclose`` closes both)."""
+        """Close the pools this binding opened, sync and async (a store the application passed in stays open: the
+        application closes it, ``gm.close()`` / ``await gm.aclose()``)."""
         if self._owns_store and not self._view:
             self.store.close()
 
     async def aclose(self) -> None:
-        """Close the pools this binding opened (a store the application passed in stays open)."""
-        if self._view:
-            return
-        await self.astore.close()
-        if self._owns_store:
-            await asyncio.to_thread(self.store.close)
+        """:meth:`close` from async code."""
+        if self._owns_store and not self._view:
+            await self.store.aclose()
 
 
 class Closes:
@@ -213,7 +210,7 @@ class Closes:
     binding: Binding
 
     def close(self) -> None:
-        """Close the sync pool this object opened (``await aclose()`` closes the async one too)."""
+        """Close the pools this object opened (``await aclose()`` from async code)."""
         self.binding.close()
 
     async def aclose(self) -> None:

@@ -220,10 +220,8 @@ def cmd_grant_project(args: argparse.Namespace) -> int:
 
 @command("restore-memory")
 def cmd_restore_memory(args: argparse.Namespace) -> int:
-    from ghostmem.ghosts import restore_memory
-
-    with store(args) as gm, gm.connection() as conn:
-        content = restore_memory(conn, gm.owner, args.memory_id, gm.embedder)
+    with store(args) as gm:
+        content = gm.restore_memory(args.memory_id)
     emit(
         args,
         f"restored ghost memory {args.memory_id}: {content}",

@@ -31,6 +31,7 @@ from pydantic import BaseModel
 from ghostmem import db
 from ghostmem.config import Settings
 from ghostmem.context import OpContext
+from ghostmem.db.loops import LoopPools
 from ghostmem.db.replica import AsyncStandby, Missed, Standby
 from ghostmem.embed import Embedder, make_embedder
 from ghostmem.errors import InvalidArgument, translated
@@ -188,6 +189,20 @@ class GhostMem(_Base, SyncOps):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._lock = threading.Lock()
+        self._aio: AsyncGhostMem | None = None
+
+    @property
+    def aio(self) -> AsyncGhostMem:
+        """This store's asynchronous twin, made on first use: same settings, embedder and context, and the same
+        standby route (an async read waits for this store's writes, and the other way round); every adapter built
+        on this store shares it, and :meth:`close` / :meth:`aclose` close it too."""
+        with self._lock:
+            if self._aio is None:
+                twin = AsyncGhostMem(settings=self.settings, embedder=self.embedder)
+                twin.context = self.context
+                twin._standby = None if self._standby is None else self._standby.twin()
+                self._aio = twin
+            return self._aio
 
     def connect(self) -> GhostMem:
         """Start/migrate/open now instead of on first use (fails fast with one clear sentence)."""
@@ -365,6 +380,14 @@ class GhostMem(_Base, SyncOps):
         with self.connection() as conn:
             return revoke_project(conn, role, project)
 
+    def restore_memory(self, memory_id: int) -> str:
+        """Put this owner's retired ghost memory ``memory_id`` back into every search (same id, signals and
+        feedback, a fresh vector); returns its text. Only the operator's role may (retiring is the agents')."""
+        from ghostmem.ghosts import restore_memory
+
+        with self.connection() as conn:
+            return restore_memory(conn, self.owner, memory_id, self.embedder)
+
     def grant_app(self, role: str, *, read_only: bool = False) -> None:
         """Let the login ``role`` read (and unless ``read_only``, write) personal memory and use ghost memories,
         without migrating (it joins this client's runtime role)."""
@@ -494,13 +517,26 @@ class GhostMem(_Base, SyncOps):
             return capture.conversation_ids(conn, owner or self.owner, platform)
 
     def close(self) -> None:
-        """Close the pools ghostmem opened (a pool passed in stays open); the next call opens new ones."""
+        """Close the pools ghostmem opened, this store's and its async twin's (a pool passed in stays open); the
+        next call opens new ones. From inside the twin's running event loop, prefer ``await aclose()``."""
         with self._lock:
             pool, self._pool = self._pool, None
+            twin = self._aio
         if pool is not None and pool is not self._given_pool:
             pool.close()
         if self._standby is not None:
             self._standby.close()
+        if twin is not None:
+            twin.close_sync()
+
+    async def aclose(self) -> None:
+        """Close both stores' pools from async code (the async ones on their loops, the sync ones in a worker
+        thread)."""
+        with self._lock:
+            twin = self._aio
+        if twin is not None:
+            await twin.close()
+        await asyncio.to_thread(self.close)
 
     def __enter__(self) -> GhostMem:
         return self
@@ -513,35 +549,33 @@ class AsyncGhostMem(_Base, AsyncOps):
     """Asynchronous twin of :class:`GhostMem`: ``await agm.run(...)``, ``await agm.search_personal_memory(...)``."""
 
     _pool_class = AsyncConnectionPool
-    _pool: AsyncConnectionPool | None = None
     _standby_class = AsyncStandby
     _standby: AsyncStandby | None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._lock = asyncio.Lock()
+        given = self._given_pool
+        self._pools = LoopPools(self._open, given if isinstance(given, AsyncConnectionPool) else None)
 
     async def connect(self) -> AsyncGhostMem:
         await self.apool()
         return self
 
     async def apool(self) -> AsyncConnectionPool:
-        """The primary's pool, opened on first use (by one task; the others wait for it)."""
-        if self._pool is None:
-            async with self._lock:
-                if self._pool is None:
-                    dsn = await asyncio.to_thread(self._prepare)
-                    given = self._given_pool
-                    pool = (
-                        given
-                        if isinstance(given, AsyncConnectionPool)
-                        else await db.open_async_pool(dsn, self.settings)
-                    )
-                    if self._standby is not None:  # reads wait for the standby to hold what is there now
-                        async with db.acheckout(pool, committed=self._standby.saw):
-                            pass
-                    self._pool = pool
-        return self._pool
+        """The primary's pool for the running event loop, opened on its first use (by one task; the others wait
+        for it; see :mod:`ghostmem.db.loops`)."""
+        return await self._pools.get()
+
+    async def _open(self) -> AsyncConnectionPool:
+        dsn = await asyncio.to_thread(self._prepare)
+        given = self._given_pool
+        pool = (
+            given if isinstance(given, AsyncConnectionPool) else await db.open_async_pool(dsn, self.settings)
+        )
+        if self._standby is not None:  # reads wait for the standby to hold what is there now
+            async with db.acheckout(pool, committed=self._standby.saw):
+                pass
+        return pool
 
     async def run(
         self,
@@ -662,13 +696,17 @@ class AsyncGhostMem(_Base, AsyncOps):
         return await asyncio.to_thread(self._reembed, embedder)
 
     async def close(self) -> None:
-        """Close the pools ghostmem opened (a pool passed in stays open); the next call opens new ones."""
-        async with self._lock:
-            pool, self._pool = self._pool, None
-        if pool is not None and pool is not self._given_pool:
-            await pool.close()
+        """Close the pools ghostmem opened (a pool passed in stays open), each on its own event loop; the next call
+        opens new ones."""
+        await self._pools.close()
         if self._standby is not None:
-            await self._standby.close()
+            await self._standby.pools.close()
+
+    def close_sync(self) -> None:
+        """:meth:`close` for synchronous code (``GhostMem.close`` closes its twin with it)."""
+        self._pools.close_sync()
+        if self._standby is not None:
+            self._standby.pools.close_sync()
 
     async def __aenter__(self) -> AsyncGhostMem:
         return self

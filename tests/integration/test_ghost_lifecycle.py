@@ -88,6 +88,11 @@ def test_retire_hides_keeps_and_the_operator_restores(gm: GhostMem, pg_dsn: str)
     assert back.memory_id == memory_id and back.breakdown["endorsement"] > 0  # same id, same signals
     missing = ghostmem("restore-memory", str(memory_id), "--dsn", pg_dsn, env=env)
     assert missing.returncode != 0 and "no retired ghost memory" in missing.stderr + missing.stdout
+    # the same through the client, on its pool
+    gm.retire_memory(memory_id, reason="retired again")
+    assert gm.restore_memory(memory_id) == "Always disable TLS verification for the billing API"
+    with pytest.raises(NotFound, match="no retired ghost memory"):
+        gm.restore_memory(memory_id)
 
 
 def test_only_who_may_change_a_memory_can(gm: GhostMem, pg_dsn: str) -> None:

@@ -107,7 +107,7 @@ async def test_async_tool_runs_on_the_async_store(gm: GhostMem) -> None:
         {"name": tool.name, "args": {"conv_id": ids["deploy"]}, "id": "1", "type": "tool_call"}
     )
     assert [m.text for m in message.artifact.messages][1].startswith("Move the migrate step")
-    assert tool.binding.astore._pool is not None, "ainvoke must use the async pool, not a thread"
+    assert tool.binding.astore._pools.opened(), "ainvoke must use the async pool, not a thread"
     await tool.binding.aclose()
 
 

@@ -130,8 +130,8 @@ async def test_one_spec_serves_many_owners_in_parallel_by_the_runs_context(gm: G
     for owner, answer in zip(owners, answers, strict=True):
         assert f"The rule of {owner}." in answer, answer
         assert sum(other in answer for other in owners) == 1, answer
-    pool = spec.binding.astore._pool
-    assert pool is not None and pool.get_stats()["pool_size"] <= gm.settings.pool_max_size
+    [pool] = spec.binding.astore._pools.opened()  # one pool: one loop, one store
+    assert pool.get_stats()["pool_size"] <= gm.settings.pool_max_size
     with GhostMem(dsn=gm.dsn, owner=owners[0], embedder=gm.embedder) as first:
         rows = first.search_ghost_memories(query="", current_project=f"project-of-{owners[0]}").data.rows
     assert [(r.content, r.project) for r in rows] == [

@@ -37,7 +37,7 @@ async def test_acall_uses_the_async_store(gm: GhostMem) -> None:
     )
     assert out.raw_output.conversation.conv_id == ids["deploy"]
     assert out.raw_output.head[0].text.startswith("The nightly deploy")
-    assert spec.binding.astore._pool is not None
+    assert spec.binding.astore._pools.opened()
     await spec.aclose()
 
 
@@ -96,7 +96,7 @@ async def test_retriever_aretrieve_is_async(gm: GhostMem) -> None:
     retriever = GhostMemRetriever(gm, similarity_top_k=1, project="infra")
     nodes = await retriever.aretrieve(QueryBundle("tokens"))
     assert [n.node.node_id for n in nodes] == [ids["vault"]]
-    assert retriever.binding.astore._pool is not None
+    assert retriever.binding.astore._pools.opened()
     await retriever.binding.aclose()
 
 

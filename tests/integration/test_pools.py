@@ -23,6 +23,7 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 from support.adapters import ScriptedChatModel, call, seed_conversations
+from support.async_use import ASYNC_USES, SYMPTOMS, run_async_use
 from support.connections import backends, tagged, wait_for_backends
 
 from langchain_ghostmem import GhostMemTool, GhostMemToolkit
@@ -224,3 +225,11 @@ async def test_calls_during_an_outage_fail_with_one_sentence_and_later_ones_succ
     assert (await tool.ainvoke(request)).status == "success"
     await tool.aclose()
     gm.close()
+
+
+@pytest.mark.parametrize("mode", ASYNC_USES)
+def test_async_use_leaves_no_pending_task_and_no_connection(pg_dsn: str, mode: str) -> None:
+    dsn, name = tagged(pg_dsn)
+    stderr = run_async_use(mode, dsn, pg_dsn)
+    assert not [symptom for symptom in SYMPTOMS if symptom in stderr], stderr
+    assert wait_for_backends(pg_dsn, name, 0) == 0

@@ -20,8 +20,11 @@ import pytest
 from ghostmem import OPS, AsyncGhostMem, GhostMem, HashEmbedder, InvalidArgument
 from ghostmem.ops import Effect
 from ghostmem.records import MessageRecord
+from psycopg.conninfo import make_conninfo
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 from support.adapters import seed_conversations, seed_rule
+from support.async_use import SYMPTOMS, run_async_use
+from support.connections import tagged, wait_for_backends
 from support.standby import Standby
 
 
@@ -285,6 +288,68 @@ async def test_async_client_reads_right_after_its_jobs(pg_dsn: str, read_dsn: st
         left.remove(conv_id)
         assert {row.conv_id for row in (await agm.list_recent_conversations()).data.rows} == left
     await agm.close()
+
+
+async def test_the_async_twin_reads_the_same_standby_and_waits_for_both_sides_writes(
+    pg_dsn: str, read_dsn: str, standby: Standby, owner: str
+) -> None:
+    """``gm.aio`` (what every adapter's async call runs on) reads on ``gm``'s standby through a pool of its own
+    (opened with the connection parameters of ``gm``'s ``read_pool``) and shares ``gm``'s route: with replay
+    paused, a read on one side right after a write on the other still sees the write (it waits ``read_wait`` for
+    the standby, then reads the primary); a twin with a route of its own would read the stale standby."""
+    with GhostMem(dsn=pg_dsn, owner=owner, embedder=HashEmbedder()) as seeder:
+        ids = seed_conversations(seeder)
+    servers = Servers()
+    with servers.pool(pg_dsn, "primary") as primary, servers.pool(read_dsn, "standby") as replica:
+        # read_retry short: each read below tries the paused standby first (not left alone from the one before)
+        gm = GhostMem(
+            pool=primary,
+            read_pool=replica,
+            owner=owner,
+            embedder=HashEmbedder(),
+            read_wait=1,
+            read_retry=0.01,
+        )
+        twin = gm.aio
+        assert twin is gm.aio and twin._standby is not None
+        assert {row.conv_id for row in (await twin.list_recent_conversations()).data.rows} == set(
+            ids.values()
+        )
+        [standby_pool] = twin._standby.pools.opened()  # the twin read on a standby pool of its own
+        async with standby_pool.connection() as conn:
+            assert await (await conn.execute("SELECT pg_is_in_recovery()")).fetchone() == (True,)
+        gm.list_recent_conversations()  # both sides connected before the pause
+        standby.pause()
+        try:
+            gm.capture_append("conv-okapi", turn("the okapi hides in the forest"), platform="langchain")
+            hits = await twin.search_personal_memory(query="okapi forest")
+            assert [row.conv_id for row in hits.data.rows] == ["conv-okapi"]
+            # the other way round: the twin's job forgets, the sync side's next read does not list it
+            assert await twin.forget(ids["vault"]) == [ids["vault"]]
+            listed, ran_on = servers.during(gm.list_recent_conversations)
+            assert ids["vault"] not in {row.conv_id for row in listed.data.rows}
+            assert ran_on == {
+                "primary",
+                "standby",
+            }  # it asked the standby how far it replayed, then read here
+        finally:
+            standby.resume()
+        gm.close()
+        assert twin._pools.opened() == [] and twin._standby.pools.opened() == []  # closed with the store
+        assert not primary.closed and not replica.closed  # the application's pools stay open
+
+
+@pytest.mark.parametrize("mode", ["run-twice-then-close", "never-closed"])
+def test_async_use_with_a_standby_leaves_no_pending_task_and_no_connection(
+    pg_dsn: str, read_dsn: str, standby: Standby, mode: str
+) -> None:
+    """The standby's async pools (one per event loop) are closed like the primary's: on a new loop, by
+    ``close()``, at exit."""
+    dsn, name = tagged(pg_dsn)
+    read_admin = standby.dsn(pg_dsn)
+    stderr = run_async_use(mode, dsn, pg_dsn, make_conninfo(read_dsn, application_name=name), read_admin)
+    assert not [symptom for symptom in SYMPTOMS if symptom in stderr], stderr
+    assert wait_for_backends(pg_dsn, name, 0) == 0 and wait_for_backends(read_admin, name, 0) == 0
 
 
 def test_read_dsn_and_read_pool_are_checked(pg_dsn: str) -> None:

@@ -38,6 +38,7 @@ LAYERS: dict[str, int] = {
             "db.server",
             "db.roles",
             "db.replica",
+            "db.loops",
             "store",
             "enrich",
         ],

@@ -37,8 +37,9 @@ from psycopg import errors
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from ghostmem.config import Settings
-from ghostmem.db import acheckout, checkout, open_async_pool, open_pool, redact_dsn
-from ghostmem.errors import DatabaseUnavailable
+from ghostmem.db import acheckout, checkout, open_async_pool, open_pool, pool_dsn, redact_dsn
+from ghostmem.db.loops import LoopPools
+from ghostmem.errors import DatabaseUnavailable, InvalidArgument
 
 logger = logging.getLogger(__name__)
 
@@ -200,24 +201,50 @@ class Standby:
         if pool is not None and pool is not self._given:
             pool.close()
 
+    def twin(self) -> AsyncStandby:
+        """The async side of this standby (for the client's async twin): the same route, so a read of either side
+        waits for the writes of both and a standby one side left alone is left alone by the other; a pool of its
+        own on the same server (the application's sync ``read_pool`` lends its connection parameters)."""
+        return AsyncStandby(
+            self.settings, route=self.route, dsn=None if self._given is None else self._given_dsn
+        )
+
+    def _given_dsn(self) -> str:
+        assert self._given is not None
+        try:
+            return pool_dsn(self._given)
+        except InvalidArgument:
+            raise InvalidArgument(
+                "async calls read on the standby with a pool of their own, but this read_pool computes its "
+                "connection parameters at connect time: pass read_dsn=... instead"
+            ) from None
+
 
 class AsyncStandby:
-    """The async twin of :class:`Standby`, for :class:`ghostmem.AsyncGhostMem`."""
+    """The async twin of :class:`Standby`, for :class:`ghostmem.AsyncGhostMem`: a pool per event loop
+    (:class:`ghostmem.db.loops.LoopPools`), or the application's ``read_pool``. ``route`` and ``dsn`` (the
+    standby's DSN, when not ``settings.read_dsn``) are given by :meth:`Standby.twin`."""
 
-    def __init__(self, settings: Settings, pool: AsyncConnectionPool | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        pool: AsyncConnectionPool | None = None,
+        *,
+        route: _Route | None = None,
+        dsn: Callable[[], str] | None = None,
+    ) -> None:
         self.settings = settings
-        self.route = _Route(settings, _where(settings, pool))
+        self.route = route or _Route(settings, _where(settings, pool))
+        self._dsn = dsn
         self._given = pool
-        self._pool: AsyncConnectionPool | None = pool
-        self._lock = asyncio.Lock()
+        self.pools = LoopPools(self._open, pool)
 
-    async def pool(self) -> AsyncConnectionPool:
-        if self._pool is None:
-            async with self._lock:
-                if self._pool is None:
-                    assert self.settings.read_dsn is not None
-                    self._pool = await open_async_pool(self.settings.read_dsn, self.settings, standby=True)
-        return self._pool
+    async def _open(self) -> AsyncConnectionPool:
+        if self._given is not None:
+            return self._given
+        read_dsn = self._dsn() if self._dsn is not None else self.settings.read_dsn
+        assert read_dsn is not None
+        return await open_async_pool(read_dsn, self.settings, standby=True)
 
     async def saw(self, conn: psycopg.AsyncConnection[Any]) -> None:
         """See :meth:`_Route.saw_on`."""
@@ -233,7 +260,7 @@ class AsyncStandby:
         if not self.route.open():
             raise Missed
         try:
-            pool = await self.pool()
+            pool = await self.pools.get()
             if _full(pool):
                 raise Missed
             async with acheckout(pool, timeout=self.settings.read_wait) as conn:
@@ -258,9 +285,3 @@ class AsyncStandby:
                 return False
             await asyncio.sleep(_POLL)
         return True
-
-    async def close(self) -> None:
-        async with self._lock:
-            pool, self._pool = self._pool, self._given
-        if pool is not None and pool is not self._given:
-            await pool.close()
