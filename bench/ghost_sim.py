@@ -134,7 +134,7 @@ class Sim:
 
     def remember(self, run: Run, at: datetime, content: str) -> int:
         row = self.conn.execute(
-            "SELECT (agent.remember_at(%s, %s, %s, 'rule', 'global', NULL, '{}', %s::vector, NULL)).memory_id",
+            "SELECT (agent.remember_at(%s, %s, %s, 'rule', 'global', NULL, '{}', %s::vector, NULL, NULL)).memory_id",
             (at, run.owner, content, self.vec(content)),
         ).fetchone()
         assert row is not None
@@ -142,7 +142,7 @@ class Sim:
 
     def search(self, run: Run, at: datetime, query: str, limit: int) -> list[int]:
         rows = self.conn.execute(
-            "SELECT memory_id FROM agent.search_ghost_ranked_at(%s, %s, NULL, %s, %s::vector, %s, %s)",
+            "SELECT memory_id FROM agent.search_ghost_ranked_at(%s, %s, NULL, %s, %s::vector, NULL, %s, %s)",
             (at, run.owner, query, self.vec(query) if query else None, run.formula, limit),
         ).fetchall()
         return [int(r[0]) for r in rows]
@@ -151,7 +151,7 @@ class Sim:
         """(memory_id, score, correction term) of every memory, best first, without bumping anything."""
         rows = self.conn.execute(
             "SELECT memory_id, score, (breakdown->>'correction')::float8"
-            " FROM agent.rank_ghosts_at(%s, %s, NULL, '', NULL, %s, 1000)",
+            " FROM agent.rank_ghosts_at(%s, %s, NULL, '', NULL, NULL, %s, 1000)",
             (at, run.owner, run.formula),
         ).fetchall()
         return [(int(r[0]), float(r[1]), float(r[2])) for r in rows]

@@ -17,6 +17,7 @@ from typing import Any
 
 from psycopg import Connection, sql
 
+from ghostmem import japanese
 from ghostmem.args import (
     GiveFeedbackArgs,
     RememberArgs,
@@ -32,6 +33,7 @@ from ghostmem.errors import DatabaseUnavailable, InvalidArgument, NotFound
 from ghostmem.models import FeedbackResult, GhostList, GhostMemoryRow, MemoryChange, RememberResult
 from ghostmem.program import Embed, Program, Query, Row
 from ghostmem.redact import redact
+from ghostmem.text import CJK_RANGES
 from ghostmem.words import Arg, Op
 
 logger = logging.getLogger(__name__)
@@ -72,8 +74,8 @@ def search_ghost_memories(ctx: OpContext, args: SearchGhostMemoriesArgs) -> Prog
     vector = (yield Embed(query)) if query else None
     yield from _act_as_runtime(ctx, claimed)
     rows = yield Query(
-        "SELECT * FROM agent.search_ghost_ranked(%s, %s, %s, %s::vector, %s, %s)",
-        (ctx.owner, claimed, query, vector, args.formula, args.limit),
+        "SELECT * FROM agent.search_ghost_ranked(%s, %s, %s, %s::vector, %s, %s, %s)",
+        (ctx.owner, claimed, query, vector, japanese.terms(query), args.formula, args.limit),
     )
     return GhostList(query=query, current_project=claimed, rows=[_memory(r) for r in rows])
 
@@ -118,8 +120,8 @@ def remember(ctx: OpContext, args: RememberArgs) -> Program[RememberResult]:
     vector = yield Embed(content)
     yield from _act_as_runtime(ctx, project)
     rows = yield Query(
-        "SELECT * FROM agent.remember(%s, %s, %s, %s, %s, %s, %s::vector)",
-        (ctx.owner, content, args.kind, args.scope, project, allowlist, vector),
+        "SELECT * FROM agent.remember(%s, %s, %s, %s, %s, %s, %s::vector, %s)",
+        (ctx.owner, content, args.kind, args.scope, project, allowlist, vector, japanese.terms(content)),
     )
     return RememberResult(memory=_memory(rows[0]), created=bool(rows[0]["created"]))
 
@@ -151,8 +153,8 @@ def update_memory(ctx: OpContext, args: UpdateMemoryArgs) -> Program[MemoryChang
     claimed = ctx.current_project
     yield from _act_as_runtime(ctx, claimed)
     rows = yield Query(
-        "SELECT * FROM agent.update_memory(%s, %s, %s, %s, %s::vector, %s)",
-        (ctx.owner, claimed, args.memory_id, content, vector, reason),
+        "SELECT * FROM agent.update_memory(%s, %s, %s, %s, %s::vector, %s, %s)",
+        (ctx.owner, claimed, args.memory_id, content, vector, japanese.terms(content), reason),
     )
     if not rows:
         raise _not_changeable(Op("update_memory"), args.memory_id)
@@ -194,10 +196,37 @@ def restore_memory(conn: Connection[Any], owner: str, memory_id: int, embedder: 
     content = str(rows[0][0])
     with conn.transaction():
         conn.execute(
-            "SELECT agent.restore_memory(%s, %s, %s)",
-            (owner, memory_id, vector(embedder.embed_query(content))),
+            "SELECT agent.restore_memory(%s, %s, %s, %s)",
+            (owner, memory_id, vector(embedder.embed_query(content)), japanese.terms(content)),
         )
     return content
+
+
+def fill_memory_words(conn: Connection[Any], owner: str) -> int:
+    """Operator: give the Japanese words to the owner's ghost memories stored without them (written before the
+    ``[ja]`` extra was installed, or before migration 105); the tsv trigger adds them to the memory's lexemes.
+    Returns how many memories got words. Without SudachiPy there is nothing to add and nothing is read; a role
+    that may not write the memories (an application's login) leaves them to the schema's owner."""
+    if not japanese.available():
+        return 0
+    with conn.transaction():
+        allowed = conn.execute("SELECT has_table_privilege('agent.ghost_memories', 'UPDATE')").fetchone()
+        if not (allowed and allowed[0]):
+            logger.info(
+                "ghost memories get their Japanese words when the schema's owner runs `ghostmem enrich`"
+            )
+            return 0
+        rows = conn.execute(
+            "SELECT memory_id, content FROM agent.ghost_memories"
+            " WHERE owner = %s AND morphemes IS NULL AND content ~ %s FOR UPDATE",
+            (owner, f"[{CJK_RANGES}]"),
+        ).fetchall()
+        found = [(words, mid, owner) for mid, content in rows if (words := japanese.terms(content))]
+        if found:
+            conn.cursor().executemany(
+                "UPDATE agent.ghost_memories SET morphemes = %s WHERE memory_id = %s AND owner = %s", found
+            )
+    return len(found)
 
 
 def grant_project(conn: Connection[Any], role: str, project: str) -> list[str]:

@@ -24,6 +24,7 @@ from ghostmem import enrich as enrichment
 from ghostmem.embed import Embedder
 from ghostmem.embed import load as load_model
 from ghostmem.errors import NotFound
+from ghostmem.ghosts import fill_memory_words
 from ghostmem.ingest import runner
 from ghostmem.ingest.report import ImportReport
 from ghostmem.progress import Display, display
@@ -228,7 +229,8 @@ def refresh(
 
 def enrich(conn: Connection[Any], owner: str) -> int:
     """Refresh every conversation of the owner (intensity, vector, cluster), then recluster from scratch; first,
-    messages stored before the ``[ja]`` extra was installed get their Japanese words (:func:`store.fill_morphemes`).
+    messages and ghost memories stored before the ``[ja]`` extra was installed get their Japanese words
+    (:func:`store.fill_morphemes`, :func:`ghosts.fill_memory_words`).
 
     Returns how many conversations were refreshed.
     """
@@ -237,6 +239,9 @@ def enrich(conn: Connection[Any], owner: str) -> int:
         words = fill_morphemes(conn, owner)
         if words:
             logger.info("gave Japanese words to %d messages stored without them", words)
+        words = fill_memory_words(conn, owner)
+        if words:
+            logger.info("gave Japanese words to %d ghost memories stored without them", words)
         for tier in TIERS:
             ids = [
                 r[0]

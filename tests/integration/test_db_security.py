@@ -57,7 +57,7 @@ def test_every_definer_function_pins_a_trusted_path_ending_in_pg_temp(admin: psy
     """Any SECURITY DEFINER function (any lane, any schema, present or future) that forgets pg_temp fails here."""
     routines = _routines_with_pinned_paths(admin)
     definers = [name for name, definer, _ in routines if definer]
-    assert "agent.search_ghost_ranked(text,text,text,vector,text,integer)" in definers
+    assert "agent.search_ghost_ranked(text,text,text,vector,text[],text,integer)" in definers
     for name, _, path in routines:
         assert path is not None, f"{name} is SECURITY DEFINER without SET search_path"
         parts = _path(path)
@@ -212,35 +212,52 @@ class Notices:
 def _api_calls(owner: str, victim_id: int, own_id: int) -> list[tuple[str, str, tuple[Any, ...]]]:
     """Every API function with the arguments that drive it through each of its branches."""
     vec = "[" + ",".join(["0.05"] * 384) + "]"
-    search = "SELECT * FROM agent.search_ghost_ranked(%s, %s, %s, %s::public.vector, %s, %s)"
-    remember = "SELECT * FROM agent.remember(%s, %s, %s, %s, %s, %s::pg_catalog.text[], %s::public.vector)"
+    search = "SELECT * FROM agent.search_ghost_ranked(%s, %s, %s, %s::public.vector, %s::pg_catalog.text[], %s, %s)"
+    remember = (
+        "SELECT * FROM agent.remember(%s, %s, %s, %s, %s, %s::pg_catalog.text[], %s::public.vector,"
+        " %s::pg_catalog.text[])"
+    )
     feedback = "SELECT * FROM agent.give_feedback(%s, %s, %s, %s, %s)"
-    update = "SELECT * FROM agent.update_memory(%s, %s, %s, %s, %s::public.vector, %s)"
+    update = "SELECT * FROM agent.update_memory(%s, %s, %s, %s, %s::public.vector, %s::pg_catalog.text[], %s)"
     retire = "SELECT * FROM agent.retire_memory(%s, %s, %s, %s)"
     return [
         ("claim_refusal", "SELECT agent.claim_refusal(%s)", (None,)),
         ("claim_refusal", "SELECT agent.claim_refusal(%s)", ("alpha",)),
-        ("search_ghost_ranked", search, (owner, None, "", None, "default", 10)),
-        ("search_ghost_ranked", search, (owner, "alpha", "deploy the rules", vec, "default", 5)),
-        ("search_ghost_ranked", search, (owner, "alpha", "deploy the rules", vec, "literal", 5)),
-        ("search_ghost_ranked", search, ("victim", None, "secret", vec, "default", 5)),
-        ("remember", remember, (owner, "a new global rule", "rule", "global", None, [], vec)),
+        ("search_ghost_ranked", search, (owner, None, "", None, None, "default", 10)),
+        ("search_ghost_ranked", search, (owner, "alpha", "deploy the rules", vec, None, "default", 5)),
+        (
+            "search_ghost_ranked",
+            search,
+            (owner, "alpha", "本を読んだ", vec, ["ja:本", "ja:読む"], "literal", 5),
+        ),
+        # words that are tsquery syntax stay words
+        ("search_ghost_ranked", search, (owner, None, "x", vec, ["ja:本' | '*", "!", "a & b"], "default", 5)),
+        ("search_ghost_ranked", search, ("victim", None, "secret", vec, ["ja:秘密"], "default", 5)),
+        ("remember", remember, (owner, "a new global rule", "rule", "global", None, [], vec, None)),
         (
             "remember",
             remember,
-            (owner, "a new global rule!", "rule", "global", None, [], vec),
+            (owner, "a new global rule!", "rule", "global", None, [], vec, None),
         ),  # near-duplicate
-        ("remember", remember, (owner, "a project rule", "warning", "project", "alpha", [], vec)),
         (
             "remember",
             remember,
-            (owner, "a shared rule", "fact", "shared-restricted", None, ["alpha", "b"], vec),
+            (owner, "毎朝本を読みます", "warning", "project", "alpha", [], vec, ["ja:本", "ja:読む"]),
+        ),
+        (
+            "remember",
+            remember,
+            (owner, "a shared rule", "fact", "shared-restricted", None, ["alpha", "b"], vec, None),
         ),
         ("give_feedback", feedback, (owner, None, own_id, "endorse", "worked")),
         ("give_feedback", feedback, (owner, "alpha", own_id, "correct", None)),
         ("give_feedback", feedback, (owner, None, victim_id, "incident_prevented", "steal")),
-        ("update_memory", update, (owner, "alpha", own_id, "deploy the rules on Tuesdays", vec, "moved")),
-        ("update_memory", update, (owner, None, victim_id, "stolen", vec, "steal")),
+        (
+            "update_memory",
+            update,
+            (owner, "alpha", own_id, "火曜日に配備する", vec, ["ja:火曜", "ja:配備"], "moved"),
+        ),
+        ("update_memory", update, (owner, None, victim_id, "stolen", vec, None, "steal")),
         ("retire_memory", retire, (owner, None, victim_id, "steal")),
         ("retire_memory", retire, (owner, "alpha", own_id, "done")),
     ]

@@ -79,7 +79,7 @@ def test_retire_hides_keeps_and_the_operator_restores(gm: GhostMem, pg_dsn: str)
     with psycopg.connect(pg_dsn) as conn:
         conn.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(DEFAULT_RUNTIME_ROLE)))
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
-            conn.execute("SELECT agent.restore_memory(%s, %s, NULL)", (gm.owner, memory_id))
+            conn.execute("SELECT agent.restore_memory(%s, %s, NULL, NULL)", (gm.owner, memory_id))
     env = {"GHOSTMEM_OWNER": gm.owner, "GHOSTMEM_EMBED_MODEL": "hash"}
     done = ghostmem("restore-memory", str(memory_id), "--dsn", pg_dsn, "--json", env=env)
     assert done.returncode == 0, done.stderr

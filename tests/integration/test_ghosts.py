@@ -17,14 +17,15 @@ from typing import Any
 
 import psycopg
 import pytest
-from ghostmem import AsyncGhostMem, GhostMem, HashEmbedder
+from ghostmem import AsyncGhostMem, GhostMem, HashEmbedder, japanese
 from ghostmem.context import OpContext
 from ghostmem.errors import DatabaseUnavailable, InvalidArgument, NotFound
-from ghostmem.ghosts import grant_project, revoke_project
+from ghostmem.ghosts import fill_memory_words, grant_project, restore_memory, revoke_project
 from ghostmem.ops import get_op
 from ghostmem.program import run_sync
 from psycopg import sql
 from psycopg.rows import dict_row
+from support.adapters import surface_caller
 
 RUNTIME = "ghostmem_runtime"
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -53,8 +54,8 @@ def remember_at(
 ) -> int:
     emb = embedding or HashEmbedder().embed_query(content)
     row = conn.execute(
-        "SELECT (agent.remember_at(%s, %s, %s, 'rule', %s, %s, %s, %s::vector, NULL)).memory_id",
-        (at, owner, content, scope, project, allowlist or [], vec(emb)),
+        "SELECT (agent.remember_at(%s, %s, %s, 'rule', %s, %s, %s, %s::vector, %s, NULL)).memory_id",
+        (at, owner, content, scope, project, allowlist or [], vec(emb), japanese.terms(content)),
     ).fetchone()
     assert row is not None
     return int(row[0])
@@ -74,8 +75,19 @@ def ranked(
     fn = "search_ghost_ranked_at" if bump else "rank_ghosts_at"
     with conn.cursor(row_factory=dict_row) as cur:
         cur.execute(
-            sql.SQL("SELECT * FROM agent.{}(%s, %s, %s, %s, %s::vector, %s, %s)").format(sql.Identifier(fn)),
-            (at, owner, claimed, query, vec(query_vec) if query_vec else None, formula, lim),
+            sql.SQL("SELECT * FROM agent.{}(%s, %s, %s, %s, %s::vector, %s, %s, %s)").format(
+                sql.Identifier(fn)
+            ),
+            (
+                at,
+                owner,
+                claimed,
+                query,
+                vec(query_vec) if query_vec else None,
+                japanese.terms(query),
+                formula,
+                lim,
+            ),
         )
         return cur.fetchall()
 
@@ -258,7 +270,7 @@ def test_runtime_role_cannot_touch_the_tables(admin: psycopg.Connection[Any], ow
         f"DELETE FROM agent.ghost_memories WHERE memory_id = {mid}",
         "INSERT INTO agent.role_projects (role_name, project) VALUES ('x', 'y')",
         f"SELECT agent.bump_activation('{owner}', ARRAY[{mid}]::bigint[], false, now())",
-        f"SELECT * FROM agent.rank_ghosts_at(now(), '{owner}', NULL, '', NULL, 'default', 10)",
+        f"SELECT * FROM agent.rank_ghosts_at(now(), '{owner}', NULL, '', NULL, NULL, 'default', 10)",
         f"SELECT * FROM agent.give_feedback_at(now(), '{owner}', NULL, {mid}, 'endorse', NULL)",
         "SELECT agent.grant_project('postgres', 'x')",
     ]
@@ -270,7 +282,8 @@ def test_runtime_role_cannot_touch_the_tables(admin: psycopg.Connection[Any], ow
     with admin.transaction():
         admin.execute(sql.SQL("SET LOCAL ROLE {}").format(sql.Identifier(RUNTIME)))
         rows = admin.execute(
-            "SELECT memory_id FROM agent.search_ghost_ranked(%s, NULL, '', NULL, 'default', 10)", (owner,)
+            "SELECT memory_id FROM agent.search_ghost_ranked(%s, NULL, '', NULL, NULL, 'default', 10)",
+            (owner,),
         ).fetchall()
         assert rows == [(mid,)]
     row = admin.execute(
@@ -381,7 +394,7 @@ def test_a_search_runs_the_query_legs_once(admin: psycopg.Connection[Any], owner
             lim=5,
         )
         calls = admin.execute(
-            "SELECT pg_stat_get_xact_function_calls('agent.query_legs(text, text, text, vector, integer)'::regprocedure)"
+            "SELECT pg_stat_get_xact_function_calls('agent.query_legs(text, text, text, vector, text[], integer)'::regprocedure)"
         ).fetchone()
     assert len(rows) == 5 and calls == (1,)
 
@@ -596,7 +609,7 @@ def test_role_project_map_refuses_claims_outside_it(
     # the server itself refuses, whatever the client does
     with psycopg.connect(dsn) as conn, pytest.raises(psycopg.errors.InsufficientPrivilege, match="beta"):
         conn.execute(sql.SQL("SET LOCAL ROLE {}").format(sql.Identifier(RUNTIME)))
-        conn.execute("SELECT * FROM agent.search_ghost_ranked(%s, 'beta', '', NULL)", (owner,))
+        conn.execute("SELECT * FROM agent.search_ghost_ranked(%s, 'beta', '', NULL, NULL)", (owner,))
     # feedback by id with no bound project: only memories visible under a project the role may claim
     betas = remember_at(admin, owner, "beta's rule", scope="project", project="beta")
     restricted = remember_at(
@@ -714,3 +727,109 @@ def test_concurrent_identical_remembers_store_one_memory(pg_dsn: str, owner: str
         results = list(pool.map(remember_once, range(4)))
     assert len({mid for mid, _ in results}) == 1
     assert sorted(created for _, created in results) == [False, False, False, True]
+
+
+# -- Japanese words (SudachiPy) -----------------------------------------------------------------------------------
+
+JA_RULE = "毎朝、新聞を読みます"  # "I read the paper every morning": words 新聞, 毎朝, 読む
+JA_QUERY = "昨日読んだ"  # "read yesterday": not one character pair in common with the rule; the word 読む is
+
+
+def _crowd_the_vector_leg(admin: psycopg.Connection[Any], owner: str, query: str) -> None:
+    """150 memories nearer the query's vector than any other, which fill the vector leg's 100 candidates: a memory
+    is then returned only when the full-text leg finds it."""
+    rng = random.Random(11)
+    query_vec = HashEmbedder().embed_query(query)
+    for i in range(150):
+        remember_at(
+            admin, owner, f"routine note {i}", embedding=[q + 0.02 * rng.gauss(0, 1) for q in query_vec]
+        )
+
+
+def _strong(admin: psycopg.Connection[Any], memory_id: int) -> None:
+    """Signals that rank a memory above the crowd once it is a candidate at all."""
+    admin.execute(
+        "UPDATE agent.ghost_memories SET incidents_prevented = 20, endorsements = 20 WHERE memory_id = %s",
+        (memory_id,),
+    )
+
+
+async def _found_on_every_surface(gm: GhostMem, dsn: str, query: str) -> dict[str, list[str]]:
+    """The contents each surface's ghost search returns for ``query`` (limit 3)."""
+    found = {"client": [r.content for r in gm.search_ghost_memories(query, limit=3).data.rows]}
+    cli = ghostmem_cli("ghosts", query, "--limit", "3", "--dsn", dsn, "--owner", gm.owner, "--json")
+    assert cli.returncode == 0, cli.stderr
+    found["cli"] = [r["content"] for r in json.loads(cli.stdout)["rows"]]
+    for surface in ("langchain", "llamaindex", "mcp"):
+        error, text, rows = await surface_caller(surface, gm)(
+            "search_ghost_memories", {"query": query, "limit": 3}
+        )
+        assert not error, text
+        found[surface] = rows
+    return found
+
+
+@pytest.mark.skipif(not japanese.available(), reason="needs the [ja] extra (SudachiPy)")
+async def test_a_japanese_rule_is_found_by_an_inflected_form_on_every_surface(
+    gm: GhostMem, admin: psycopg.Connection[Any], pg_dsn: str, owner: str
+) -> None:
+    _crowd_the_vector_leg(admin, owner, JA_QUERY)
+    rule = gm.remember(JA_RULE).data.memory.memory_id
+    english = gm.remember("Rotate the staging keys every month").data.memory.memory_id
+    for memory_id in (rule, english):
+        _strong(admin, memory_id)
+    stored = dict(
+        admin.execute(
+            "SELECT memory_id, morphemes FROM agent.ghost_memories WHERE memory_id = ANY (%s)",
+            ([rule, english],),
+        ).fetchall()
+    )
+    assert stored == {rule: ["ja:新聞", "ja:毎朝", "ja:読む"], english: None}
+    # an English memory's lexemes are what they were before words existed
+    assert admin.execute(
+        "SELECT tsv = ghostmem.lexemes(content) FROM agent.ghost_memories WHERE memory_id = %s", (english,)
+    ).fetchone() == (True,)
+
+    for surface, contents in (await _found_on_every_surface(gm, pg_dsn, JA_QUERY)).items():
+        assert contents[0] == JA_RULE, surface
+    assert [r.memory_id for r in gm.search_ghost_memories("rotating keys", limit=1).data.rows] == [english]
+
+    # the query's words are what found it: without them the same search misses the rule
+    with admin.cursor(row_factory=dict_row) as cur:
+        cur.execute(
+            "SELECT memory_id FROM agent.rank_ghosts_at(%s, %s, NULL, %s, %s::vector, NULL, 'default', 3)",
+            (T0, owner, JA_QUERY, vec(HashEmbedder().embed_query(JA_QUERY))),
+        )
+        assert rule not in {r["memory_id"] for r in cur.fetchall()}
+
+    # a reworded memory gets the new wording's words; retired and restored, it gets them again
+    gm.update_memory(rule, "毎晩、雑誌を読んでいる")
+    words = admin.execute(
+        "SELECT morphemes FROM agent.ghost_memories WHERE memory_id = %s", (rule,)
+    ).fetchone()
+    assert words == (["ja:居る", "ja:毎晩", "ja:読む", "ja:雑誌"],)
+    gm.retire_memory(rule, reason="moved to the wiki")
+    with gm.connection() as conn:
+        restore_memory(conn, owner, rule, gm.embedder)
+    assert (
+        admin.execute("SELECT morphemes FROM agent.ghost_memories WHERE memory_id = %s", (rule,)).fetchone()
+        == words
+    )
+    assert [r.content for r in gm.search_ghost_memories(JA_QUERY, limit=1).data.rows] == [
+        "毎晩、雑誌を読んでいる"
+    ]
+
+
+@pytest.mark.skipif(not japanese.available(), reason="needs the [ja] extra (SudachiPy)")
+def test_enrich_gives_japanese_words_to_ghost_memories_stored_without_them(
+    gm: GhostMem, admin: psycopg.Connection[Any], owner: str
+) -> None:
+    """A memory written before the [ja] extra (or before migration 105) has character pairs only, until enrich."""
+    _crowd_the_vector_leg(admin, owner, JA_QUERY)
+    rule = gm.remember(JA_RULE).data.memory.memory_id
+    _strong(admin, rule)
+    admin.execute("UPDATE agent.ghost_memories SET morphemes = NULL WHERE memory_id = %s", (rule,))
+    assert JA_RULE not in [r.content for r in gm.search_ghost_memories(JA_QUERY, limit=3).data.rows]
+    gm.enrich()
+    assert next(r.content for r in gm.search_ghost_memories(JA_QUERY, limit=3).data.rows) == JA_RULE
+    assert fill_memory_words(admin, owner) == 0  # nothing left to fill

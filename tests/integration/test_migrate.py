@@ -25,6 +25,9 @@ from support.databases import fresh_database
 RUNTIME = "ghostmem_runtime"
 LANDED = 50  # the last migration of the first release: stores in the wild are at least this far
 BEFORE_OWNER_KEYS = 99  # everything before 100_owner_keys, which puts the owner into every key
+BEFORE_GHOST_WORDS = (
+    100  # everything before 105_ghost_words, which gave the ghost functions the words argument
+)
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
@@ -160,21 +163,27 @@ def _fill_a_landed_store(conn: psycopg.Connection[Any], owner: str) -> list[int]
 
 
 def _rankings(conn: psycopg.Connection[Any], owner: str) -> list[list[tuple[int, float, dict[str, float]]]]:
-    """Each formula's ranking (overview and a query, with and without a claim) at a fixed moment."""
+    """Each formula's ranking (overview and a query, with and without a claim) at a fixed moment, through the
+    signature of the schema's version (105 added the query's words, none for these English queries)."""
+    words = max(migrations.applied(conn)) >= 105
+    call = "%s, %s::vector, %s::text[]" if words else "%s, %s::vector"
     out = []
     with conn.cursor(row_factory=dict_row) as cur:
         for formula in ("default", "literal"):
             for claimed in (None, "alpha", "beta"):
                 for query in ("", "deploy production", "kubernetes"):
+                    vector = _vec(query) if query else None
                     cur.execute(
-                        "SELECT memory_id, score, breakdown FROM agent.rank_ghosts_at(%s, %s, %s, %s, %s::vector,"
-                        " %s, 10)",
+                        "SELECT memory_id, score, breakdown FROM agent.rank_ghosts_at(%s, %s, %s, "
+                        + call
+                        + ", %s, 10)",
                         (
                             T0 + timedelta(days=40),
                             owner,
                             claimed,
                             query,
-                            _vec(query) if query else None,
+                            vector,
+                            *([None] if words else []),
                             formula,
                         ),
                     )
@@ -192,7 +201,7 @@ def _counts(conn: psycopg.Connection[Any]) -> tuple[Any, ...]:
     return tuple(row)
 
 
-@pytest.mark.parametrize("landed", [LANDED, BEFORE_OWNER_KEYS])
+@pytest.mark.parametrize("landed", [LANDED, BEFORE_OWNER_KEYS, BEFORE_GHOST_WORDS])
 def test_a_landed_store_with_data_upgrades_to_the_current_schema(empty_dsn: str, landed: int) -> None:
     owner, other = f"upgrade-{uuid.uuid4().hex[:8]}", f"other-{uuid.uuid4().hex[:8]}"
     with psycopg.connect(empty_dsn, autocommit=True) as conn:
@@ -229,7 +238,7 @@ def test_a_landed_store_with_data_upgrades_to_the_current_schema(empty_dsn: str,
             ).fetchone()
             assert feedback is not None and feedback[0] > 0
             conn.execute(
-                "SELECT agent.restore_memory(%s, %s, %s::vector)", (owner, retired, _vec("restored"))
+                "SELECT agent.restore_memory(%s, %s, %s::vector, NULL)", (owner, retired, _vec("restored"))
             )
             assert conn.execute(
                 "SELECT count(*), min(owner), max(owner) FROM agent.ghost_feedback WHERE memory_id = %s",

@@ -4,7 +4,6 @@ validated with the real limits, and a bound agent writes only what the applicati
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -13,7 +12,7 @@ from ghostmem.binding import Binding
 from ghostmem.mcp import build_server
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from mcp import Client
-from support.adapters import seed_conversations
+from support.adapters import seed_conversations, surface_caller
 
 from langchain_ghostmem import GhostMemToolkit
 from llama_index_ghostmem import GhostMemToolSpec
@@ -106,40 +105,6 @@ async def test_strict_calls_are_validated_with_the_real_limits_on_every_surface(
         assert answer.is_error and refusal in answer.content[0].text
     await binding.aclose()
     await tool.aclose()
-
-
-Call = Callable[[str, dict[str, Any]], Awaitable[tuple[bool, str, list[str]]]]
-
-
-def surface_caller(surface: str, gm: GhostMem, **binding: Any) -> Call:
-    """Call one operation as a model would through ``surface``; returns (error?, text, contents of the rows)."""
-
-    def rows(data: Any) -> list[str]:
-        return [row.content for row in getattr(data, "rows", [])]
-
-    async def langchain(name: str, args: dict[str, Any]) -> tuple[bool, str, list[str]]:
-        toolkit = GhostMemToolkit(gm, ops=[name], **binding)
-        answer = await toolkit.get_tools()[0].ainvoke(
-            {"name": name, "args": args, "id": "c", "type": "tool_call"}
-        )
-        await toolkit.aclose()
-        return answer.status == "error", str(answer.content), rows(answer.artifact)
-
-    async def llamaindex(name: str, args: dict[str, Any]) -> tuple[bool, str, list[str]]:
-        spec = GhostMemToolSpec(gm, ops=[name], **binding)
-        output = await spec.to_tool_list()[0].acall(**args)
-        await spec.aclose()
-        return output.is_error, output.content, rows(output.raw_output)
-
-    async def mcp(name: str, args: dict[str, Any]) -> tuple[bool, str, list[str]]:
-        bound = Binding(gm, **binding)
-        async with Client(build_server(bound)) as client:
-            answer = await client.call_tool(name, args)
-        await bound.aclose()
-        found = (answer.structured_content or {}).get("rows", [])
-        return bool(answer.is_error), answer.content[0].text, [row["content"] for row in found]
-
-    return {"langchain": langchain, "llamaindex": llamaindex, "mcp": mcp}[surface]
 
 
 @pytest.mark.parametrize("surface", ["langchain", "llamaindex", "mcp"])

@@ -1,13 +1,15 @@
-"""What the adapter suites share: a few conversations on distinct subjects and a ghost memory in one owner, and a
-scripted chat model (no LLM is reachable)."""
+"""What the adapter suites share: a few conversations on distinct subjects and a ghost memory in one owner, a
+scripted chat model (no LLM is reachable), and one operation called as a model would through each tool surface."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from ghostmem import GhostMem
+from ghostmem.binding import Binding
+from ghostmem.mcp import build_server
 from ghostmem.records import ConversationRecord, MessageRecord
 from ghostmem.store import save_conversation
 from langchain_core.callbacks import CallbackManagerForLLMRun
@@ -16,7 +18,11 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import Runnable
 from langchain_core.utils.function_calling import convert_to_openai_tool
+from mcp import Client
 from pydantic import Field
+
+from langchain_ghostmem import GhostMemToolkit
+from llama_index_ghostmem import GhostMemToolSpec
 
 # name -> (project, [(role, text), ...]); the words are distinct so each question has one right answer.
 CONVERSATIONS: dict[str, tuple[str | None, list[tuple[str, str]]]] = {
@@ -144,3 +150,37 @@ class ScriptedChatModel(BaseChatModel):
 
 def call(name: str, n: int, **args: Any) -> AIMessage:
     return AIMessage("", tool_calls=[{"name": name, "args": args, "id": f"call-{n}", "type": "tool_call"}])
+
+
+Call = Callable[[str, dict[str, Any]], Awaitable[tuple[bool, str, list[str]]]]
+
+
+def surface_caller(surface: str, gm: GhostMem, **binding: Any) -> Call:
+    """Call one operation as a model would through ``surface``; returns (error?, text, contents of the rows)."""
+
+    def rows(data: Any) -> list[str]:
+        return [row.content for row in getattr(data, "rows", [])]
+
+    async def langchain(name: str, args: dict[str, Any]) -> tuple[bool, str, list[str]]:
+        toolkit = GhostMemToolkit(gm, ops=[name], **binding)
+        answer = await toolkit.get_tools()[0].ainvoke(
+            {"name": name, "args": args, "id": "c", "type": "tool_call"}
+        )
+        await toolkit.aclose()
+        return answer.status == "error", str(answer.content), rows(answer.artifact)
+
+    async def llamaindex(name: str, args: dict[str, Any]) -> tuple[bool, str, list[str]]:
+        spec = GhostMemToolSpec(gm, ops=[name], **binding)
+        output = await spec.to_tool_list()[0].acall(**args)
+        await spec.aclose()
+        return output.is_error, output.content, rows(output.raw_output)
+
+    async def mcp(name: str, args: dict[str, Any]) -> tuple[bool, str, list[str]]:
+        bound = Binding(gm, **binding)
+        async with Client(build_server(bound)) as client:
+            answer = await client.call_tool(name, args)
+        await bound.aclose()
+        found = (answer.structured_content or {}).get("rows", [])
+        return bool(answer.is_error), answer.content[0].text, [row["content"] for row in found]
+
+    return {"langchain": langchain, "llamaindex": llamaindex, "mcp": mcp}[surface]
