@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from ghostmem import ghosts
+from ghostmem import ghosts, japanese
 from ghostmem.args import GiveFeedbackArgs, RememberArgs, SearchGhostMemoriesArgs
 from ghostmem.context import OpContext
 from ghostmem.errors import DatabaseUnavailable, InvalidArgument
@@ -62,9 +62,24 @@ def test_search_switches_role_then_checks_the_claim_then_calls_the_api() -> None
     assert isinstance(steps[0], Embed) and steps[0].text == "deploys"
     assert "SET LOCAL ROLE" in steps[2].text.as_string()
     assert steps[3].params == ("alpha",)
-    assert steps[4].params == ("o", "alpha", "deploys", [0.0, 1.0], "default", 10)  # the vector as embedded
+    # the vector as embedded; an English query has no Japanese words
+    assert steps[4].params == ("o", "alpha", "deploys", [0.0, 1.0], None, "default", 10)
     assert result.rows[0].memory_id == 7
     assert list(result.rows[0].breakdown) == ["activation", "scope_bonus", "semantic", "recency_factor"]
+
+
+@pytest.mark.skipif(not japanese.available(), reason="needs the [ja] extra (SudachiPy)")
+def test_japanese_words_go_with_the_query_and_the_content() -> None:
+    ctx = OpContext(owner="o")
+    steps, _ = drive(
+        ghosts.search_ghost_memories(ctx, SearchGhostMemoriesArgs(query="昨日読んだ")),
+        [[1.0], NO_REFUSAL, []],
+    )
+    assert steps[-1].params[4] == ["ja:昨日", "ja:読む"]
+    steps, _ = drive(
+        ghosts.remember(ctx, RememberArgs(content="毎朝、新聞を読みます")), [[1.0], NO_REFUSAL, [MEMORY]]
+    )
+    assert steps[-1].params[7] == ["ja:新聞", "ja:毎朝", "ja:読む"]
 
 
 def test_an_empty_query_embeds_nothing() -> None:
