@@ -20,7 +20,7 @@ import pytest
 from ghostmem import AsyncGhostMem, GhostMem, HashEmbedder, japanese
 from ghostmem.context import OpContext
 from ghostmem.errors import DatabaseUnavailable, InvalidArgument, NotFound
-from ghostmem.ghosts import fill_memory_words, grant_project, restore_memory, revoke_project
+from ghostmem.ghosts import fill_memory_words, grant_project, revoke_project
 from ghostmem.ops import get_op
 from ghostmem.program import run_sync
 from psycopg import sql
@@ -809,8 +809,7 @@ async def test_a_japanese_rule_is_found_by_an_inflected_form_on_every_surface(
     ).fetchone()
     assert words == (["ja:居る", "ja:毎晩", "ja:読む", "ja:雑誌"],)
     gm.retire_memory(rule, reason="moved to the wiki")
-    with gm.connection() as conn:
-        restore_memory(conn, owner, rule, gm.embedder)
+    gm.restore_memory(rule)
     assert (
         admin.execute("SELECT morphemes FROM agent.ghost_memories WHERE memory_id = %s", (rule,)).fetchone()
         == words
