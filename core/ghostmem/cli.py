@@ -56,6 +56,35 @@ def store(args: argparse.Namespace, **kwargs: Any) -> GhostMem:
     return GhostMem(settings=settings, **kwargs)
 
 
+# How to stop the embedded server, said wherever the CLI tells that it runs.
+STOP_SERVER = "`ghostmem db stop` stops it (any command starts it again)"
+# Commands that never open the store: `db` manages the embedded server itself, `mcp-token` writes a file.
+WITHOUT_STORE = frozenset({"db", "mcp-token"})
+
+
+def start_server(args: argparse.Namespace) -> None:
+    """Start the embedded server the command is about to use (unless a DSN names another server) and, when this
+    command is the one that starts it, say so once on stderr: where the data is, that the server keeps running,
+    how to stop it. Never on stdout, so ``--json`` stays one JSON document; the demo says it in its report."""
+    from ghostmem.db import EmbeddedServer
+
+    settings = Settings.from_env(dsn=args.dsn)
+    if args.command in WITHOUT_STORE or settings.dsn:
+        return
+    try:
+        status = EmbeddedServer(settings.home).start()
+    except GhostMemError:
+        return  # the command meets the same failure and reports it its own way (doctor as a failed check)
+    if status.started and args.command != "demo":
+        print(
+            visible(
+                f"ghostmem: started the embedded Postgres server (pid {status.pid}) for the data in "
+                f"{status.pgdata}; it keeps running for the next commands: {STOP_SERVER}."
+            ),
+            file=sys.stderr,
+        )
+
+
 def sample_exports() -> Path:
     """The real sample exports shipped with the package (see data/exports/SOURCES.md)."""
     return Path(str(resources.files("ghostmem").joinpath("data", "exports")))
@@ -389,10 +418,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         f'Look around: ghostmem --owner {shlex.quote(owner)} search "..." (or recent, show, summary).',
     ]
     if server and server.running:
-        lines.append(
-            f"The embedded server is still running (pid {server.pid}): `ghostmem db stop` stops it (any command "
-            "starts it again)."
-        )
+        lines.append(f"The embedded server is still running (pid {server.pid}): {STOP_SERVER}.")
     lines.append(f"Remove the demo's data: `ghostmem demo --remove{again}`.")
     text = (
         f"{report.render()}\n\nRecent conversations (ghostmem --owner {shlex.quote(owner)} recent --days 36500):\n"
@@ -703,6 +729,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if handler is None:  # pragma: no cover - argparse requires a command
         parser.error(f"unknown command {args.command}")
     try:
+        start_server(args)
         return handler(args)
     except GhostMemError as exc:
         return _failed(exc.say(CLI_WORDS), type(exc).__name__, 2, as_json=args.json)

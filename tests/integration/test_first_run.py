@@ -68,3 +68,35 @@ def test_no_command_shows_a_library_warning(embedded_home: Path) -> None:
         timeout=120,
     )
     assert "RuntimeDirWarning" in shown.stderr
+
+
+def test_the_command_that_starts_the_server_says_so_once_on_stderr(embedded_home: Path) -> None:
+    """Any command may start the embedded server, which then keeps running: the one that starts it says where the
+    data is and how to stop it, on stderr (``--json`` stdout stays one document); one that finds it running, `db`
+    (which manages it and says so) and a command given another server's DSN say nothing of it."""
+    first = _ghostmem(embedded_home, "recent", "--json")
+    assert first.returncode == 0, first.stderr
+    assert json.loads(first.stdout)["rows"] == []  # stdout is the JSON alone
+    status = json.loads(_ghostmem(embedded_home, "db", "status", "--json").stdout)
+    assert status["running"]
+    said = [line for line in first.stderr.splitlines() if "embedded Postgres server" in line]
+    assert said == [
+        f"ghostmem: started the embedded Postgres server (pid {status['pid']}) for the data in {status['pgdata']}; "
+        "it keeps running for the next commands: `ghostmem db stop` stops it (any command starts it again)."
+    ]
+    for argv in (["search", "x"], ["recent"], ["db", "status"]):
+        res = _ghostmem(embedded_home, *argv)
+        assert res.returncode == 0 and "started" not in res.stderr, (argv, res.stderr)
+
+    assert _ghostmem(embedded_home, "db", "stop").stdout.strip() == "stopped"
+    # with a DSN the embedded server is not this command's business: it is not started, whatever the DSN reaches
+    dead = _ghostmem(embedded_home, "recent", "--dsn", status["dsn"])
+    assert dead.returncode == 2 and "started" not in dead.stderr
+    assert not json.loads(_ghostmem(embedded_home, "db", "status", "--json").stdout)["running"]
+    # the next command that starts it says so again, whatever it prints itself
+    doctor = _ghostmem(embedded_home, "doctor", "--no-model")
+    assert doctor.returncode == 0 and "started the embedded Postgres server (pid " in doctor.stderr
+    assert "started the embedded" not in doctor.stdout
+    assert _ghostmem(embedded_home, "db", "stop").returncode == 0
+    started = _ghostmem(embedded_home, "db", "start")
+    assert started.stdout.startswith("running (pid ") and started.stderr == ""

@@ -29,7 +29,7 @@ import subprocess
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -80,6 +80,7 @@ class ServerStatus:
     pgdata: Path
     pid: int | None
     socket_dir: Path | None
+    started: bool = False  # this call started it (it was not running)
 
     def dsn(self, database: str = EMBEDDED_DATABASE) -> str | None:
         if not self.running or self.socket_dir is None:
@@ -119,7 +120,7 @@ class EmbeddedServer:
             self._pg_ctl("-w", "-t", "60", "-l", str(self.logfile), "-o", options, "start")
             status = self._wait_ready()
             self._ensure_database(status)
-            return status
+            return replace(status, started=True)
 
     def stop(self) -> bool:
         """Stop the server; ``False`` when it was not running."""
