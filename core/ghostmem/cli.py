@@ -9,6 +9,7 @@ parameter names: errors and hints are written once as :mod:`ghostmem.words` part
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import logging
 import shlex
@@ -513,6 +514,36 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> typing.NoReturn:
         raise UsageError(f"{message} (see `{self.prog} --help`)")
 
+    def _check_value(self, action: argparse.Action, value: Any) -> None:
+        # a mistyped command: the nearest one, rather than argparse's list of all of them
+        if isinstance(action, argparse._SubParsersAction) and value not in action.choices:
+            near = difflib.get_close_matches(value, list(action.choices), n=1)
+            raise argparse.ArgumentError(
+                None,
+                f"unknown command {value!r}" + (f": did you mean `{self.prog} {near[0]}`?" if near else ""),
+            )
+        super()._check_value(action, value)
+
+
+def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    """The command line read by ``parser``; an argument nobody takes is reported by the command's own parser (its
+    ``--help`` is the one to read), with the nearest option that command has."""
+    args, unknown = parser.parse_known_args(argv)
+    if not unknown:
+        return args
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
+    command: argparse.ArgumentParser = commands.get(args.command, parser)
+    options = [o for action in command._actions for o in action.option_strings]
+    near = {
+        arg: match[0]
+        for arg in unknown
+        if arg.startswith("-") and (match := difflib.get_close_matches(arg.split("=", 1)[0], options, n=1))
+    }
+    guess = ", ".join(m if len(near) == 1 else f"{m} for {a}" for a, m in near.items())
+    command.error(
+        f"unrecognized arguments: {' '.join(unknown)}" + (f"; did you mean {guess}?" if near else "")
+    )
+
 
 def _global_options(*, defaults: bool) -> _Parser:
     """The options every command takes, before or after its name (``ghostmem --dsn X import`` is
@@ -716,7 +747,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        args = _parse(parser, argv)
     except UsageError as exc:
         options = argv[: argv.index("--")] if "--" in argv else argv
         return _failed(str(exc), "UsageError", 2, as_json=any(_is_json_flag(a) for a in options))

@@ -76,7 +76,7 @@ def test_a_usage_error_is_json_with_json(command: str, capsys: pytest.CaptureFix
     assert code == 2 and err == ""
     data = _error(out)
     assert data["type"] == "UsageError" and data["exit_code"] == 2
-    assert "--no-such-flag" in data["error"] and "--help`)" in data["error"]
+    assert "--no-such-flag" in data["error"] and data["error"].endswith(f"(see `ghostmem {command} --help`)")
     # --json before the command counts too, and without it the same error is one line on stderr
     assert (
         _error(_run(["--json", command, *WORK[command], "--no-such-flag"], capsys)[1])["type"] == "UsageError"
@@ -101,8 +101,8 @@ def test_a_failure_is_json_with_json(
     assert data["type"] in {"DatabaseUnavailable", "GhostMemError", "InvalidArgument"}, data
 
 
-def test_error_json_keeps_the_cli_words(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = _run(["recent", "--days", "0", "--json"], capsys)
+def test_error_json_keeps_the_cli_words(pg_dsn: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(["recent", "--days", "0", "--json", "--dsn", pg_dsn], capsys)
     data = _error(out)
     assert code == 2 and data["type"] == "InvalidArgument"
     assert data["error"].startswith("invalid arguments for `ghostmem recent`: --days: ")
@@ -117,3 +117,29 @@ def test_unknown_flag_after_double_dash_is_not_json(capsys: pytest.CaptureFixtur
     """``--`` ends the options: a ``--json`` after it is a value, not the flag."""
     code, out, err = _run(["forget", "--bogus", "--", "--json"], capsys)
     assert code == 2 and out == "" and "--bogus" in err
+
+
+def test_a_mistyped_command_or_flag_gets_the_nearest_and_the_right_help(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """argparse would list every command, and send an unknown flag of any command to the top-level help."""
+    code, out, err = _run(["serch", "why"], capsys)
+    assert code == 2 and out == ""
+    assert (
+        err
+        == "ghostmem: error: unknown command 'serch': did you mean `ghostmem search`? (see `ghostmem --help`)\n"
+    )
+    assert (
+        _error(_run(["xyzzy", "--json"], capsys)[1])["error"]
+        == "unknown command 'xyzzy' (see `ghostmem --help`)"
+    )
+    _, _, err = _run(["recent", "--limt", "3"], capsys)
+    assert err == (
+        "ghostmem: error: unrecognized arguments: --limt 3; did you mean --limit? (see `ghostmem recent --help`)\n"
+    )
+    _, _, err = _run(["--jsn", "recent", "--plaform=codex", "--limt", "3"], capsys)
+    assert "did you mean --json for --jsn, --platform for --plaform=codex, --limit for --limt?" in err
+    assert err.endswith("(see `ghostmem recent --help`)\n")
+    # a wrong value keeps argparse's sentence, with the command's help
+    _, _, err = _run(["db", "begin"], capsys)
+    assert "invalid choice: 'begin'" in err and err.endswith("(see `ghostmem db --help`)\n")
