@@ -107,7 +107,9 @@ def run_async_use(
         "PYTHONWARNINGS": "default",
     }
     if read_dsn is not None and read_admin_dsn is not None:
-        env |= {"READ_DSN": read_dsn, "READ_ADMIN_DSN": read_admin_dsn}
+        # a loaded machine may take longer than the default 0.25 s to connect: the reads would then go to the
+        # primary and say so in a warning, which is not what this script looks at
+        env |= {"READ_DSN": read_dsn, "READ_ADMIN_DSN": read_admin_dsn, "GHOSTMEM_READ_WAIT": "30"}
     done = subprocess.run(
         [sys.executable, "-c", SCRIPT, mode], env=env, capture_output=True, text=True, timeout=300
     )
