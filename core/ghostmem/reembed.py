@@ -1,7 +1,8 @@
 """``ghostmem reembed --model NAME``: switch the embedding model, and with it the vector dimension.
 
 The dimension is part of the schema (``vector(N)`` columns), so switching is a schema change: under the migration
-lock, every vector column of ghostmem's schemas is emptied and retyped and its vector indexes are dropped; then
+lock, every vector column of ghostmem's schemas (``vector``, and ``halfvec`` for the compact copies of the message
+vectors, which are deleted) is emptied and retyped and its vector indexes are dropped; then
 ghost memories, messages, conversation vectors, clusters and store items are embedded again with the new model;
 then the indexes are rebuilt and NOT NULL constraints restored. The embedding cache and the clusters (derived from the old
 vectors) are discarded. Other processes still configured for the old model are refused by the dimension check.
@@ -34,16 +35,17 @@ class VectorColumn:
     table: str
     column: str
     not_null: bool
+    type: str  # vector, or halfvec (the compact copies of migration 101)
 
 
 def vector_columns(conn: Connection[Any]) -> list[VectorColumn]:
     rows = conn.execute(
         """
-        SELECT n.nspname, c.relname, a.attname, a.attnotnull
+        SELECT n.nspname, c.relname, a.attname, a.attnotnull, a.atttypid::regtype::text
         FROM pg_attribute a
         JOIN pg_class c ON c.oid = a.attrelid
         JOIN pg_namespace n ON n.oid = c.relnamespace
-        WHERE a.atttypid = 'vector'::regtype AND c.relkind = 'r' AND NOT a.attisdropped
+        WHERE a.atttypid IN ('vector'::regtype, 'halfvec'::regtype) AND c.relkind = 'r' AND NOT a.attisdropped
           AND n.nspname = ANY(%s)
         ORDER BY 1, 2, 3
         """,
@@ -131,6 +133,7 @@ def _retype(
         conn.execute(sql.SQL("DROP INDEX {}").format(sql.Identifier(schema, name)))
     # Derived from the old vectors: rebuilt from scratch with the new model.
     conn.execute("DELETE FROM ghostmem.embedding_cache")
+    conn.execute("DELETE FROM ghostmem.message_vectors")  # filled again as messages get their new vectors
     conn.execute("DELETE FROM ghostmem.clusters")
     conn.execute("DELETE FROM ghostmem.cluster_runs")
     conn.execute("UPDATE ghostmem.conversations SET cluster = NULL, topic = NULL")
@@ -140,7 +143,7 @@ def _retype(
             conn.execute(sql.SQL("ALTER TABLE {} ALTER COLUMN {} DROP NOT NULL").format(table, column))
         conn.execute(
             sql.SQL("ALTER TABLE {} ALTER COLUMN {} TYPE {} USING NULL").format(
-                table, column, sql.SQL("vector({})").format(sql.Literal(embedder.dim))
+                table, column, sql.SQL("{}({})").format(sql.SQL(col.type), sql.Literal(embedder.dim))
             )
         )
     conn.execute("UPDATE ghostmem.settings SET value = %s WHERE key = 'dims'", (str(embedder.dim),))

@@ -75,6 +75,9 @@ BM25_K1 = 1.2
 BM25_B = 0.75
 MATCHES_PER_HIT = 3
 HNSW_MAX_SCAN_TUPLES = 100000
+# A row an HNSW scan passes over costs about as much as this many rows of an exact scan of the compact vectors of
+# migration 101 (measured at 100k messages, see docs/search.md "Small scopes: an exact scan"): search.use_exact_scan.
+EXACT_ROWS_PER_HNSW_ROW = 15
 SPEAKER_BONUS = 0.005
 # A message only the vector leg found is returned when its cosine similarity to the query is at least this
 # (calibrated on the retrieval data sets, see docs/search.md): below it, MiniLM neighbours are padding.
@@ -121,9 +124,24 @@ class _Plan:
     literals: dict[str, sql.Composable]
     lexical: bool
     vector: bool
+    exact: bool  # the vector leg reads its whole scope (use_exact_scan) instead of the HNSW index
 
 
-def _scope_filters(args: SearchPersonalMemoryArgs) -> list[sql.Composable]:
+# A project is a case-insensitive substring of the message's project or of its conversation's title. An OR with a
+# sub-select keeps this a (hashed) filter of the scan instead of a join after it; the conversations whose title
+# matches are found once per statement (_TITLED), not once per leg.
+_PROJECT_FILTER = sql.SQL("(m.project ILIKE %(project)s OR m.conv_id IN (SELECT t.conv_id FROM titled t))")
+# The same rows for an exact scan of ghostmem.message_vectors: the owner's projects that match, listed from the
+# counts of migration 092 (``%(projects)s``), and the titled conversations, each an index condition (owner, tier,
+# project / conv_id), so that only the project's rows are read.
+_LISTED_PROJECT_FILTER = sql.SQL(
+    "(m.project = ANY(%(projects)s) OR m.conv_id = ANY(ARRAY(SELECT t.conv_id FROM titled t)))"
+)
+
+
+def _scope_filters(
+    args: SearchPersonalMemoryArgs, project: sql.Composable = _PROJECT_FILTER
+) -> list[sql.Composable]:
     """The optional filters of a search (time, platform, project) on ``m`` = ghostmem.messages."""
     parts: list[sql.Composable] = []
     if args.days is not None:
@@ -131,11 +149,7 @@ def _scope_filters(args: SearchPersonalMemoryArgs) -> list[sql.Composable]:
     if args.platform is not None:
         parts.append(sql.SQL("m.platform = %(platform)s"))
     if args.project is not None:
-        # An OR with a sub-select keeps this a (hashed) filter of the scan instead of a join after it; the
-        # conversations whose title matches are found once per statement (_TITLED), not once per leg.
-        parts.append(
-            sql.SQL("(m.project ILIKE %(project)s OR m.conv_id IN (SELECT t.conv_id FROM titled t))")
-        )
+        parts.append(project)
     return parts
 
 
@@ -159,6 +173,11 @@ _OWNER_CHECK = sql.SQL("m.owner || '' = %(owner)s AND m.tier = ANY(%(tiers)s)")
 def _message_filters(args: SearchPersonalMemoryArgs) -> sql.Composed:
     """Every filter of a search (``m`` = ghostmem.messages): the vector leg applies them inside its scan."""
     return sql.SQL(" AND ").join([_OWNER_FILTER, *_scope_filters(args)])
+
+
+def _exact_filters(args: SearchPersonalMemoryArgs) -> sql.Composed:
+    """The same filters on ``m`` = ghostmem.message_vectors, for an exact scan (the project as a list)."""
+    return sql.SQL(" AND ").join([_OWNER_FILTER, *_scope_filters(args, _LISTED_PROJECT_FILTER)])
 
 
 def _kept(args: SearchPersonalMemoryArgs) -> sql.Composable:
@@ -268,14 +287,27 @@ lex AS (
     LIMIT {depth}
 )"""
 
-_VECTOR_LEG = """
+_HNSW_SCAN = """
 vec_scan AS MATERIALIZED (
     SELECT m.id, m.tier, m.conv_id, m.embedding <=> %(qvec)s::vector AS dist
     FROM ghostmem.messages m
     WHERE {filters} AND m.embedding IS NOT NULL
     ORDER BY m.embedding <=> %(qvec)s::vector
     LIMIT {vec_depth}
-),
+)"""
+
+# A small scope (use_exact_scan) is read whole: its rows of the compact copies of migration 101 (the same
+# columns as `messages`, the vector as halfvec), in (owner, tier, ts) order, every distance computed and sorted.
+_EXACT_SCAN = """
+vec_scan AS MATERIALIZED (
+    SELECT m.id, m.tier, m.conv_id, m.embedding <=> %(qvec)s::vector::halfvec AS dist
+    FROM ghostmem.message_vectors m
+    WHERE {filters}
+    ORDER BY 4
+    LIMIT {vec_depth}
+)"""
+
+_VECTOR_RANK = """
 vec AS (
     SELECT id, tier, conv_id, dist, row_number() OVER (ORDER BY dist, id) AS rank FROM vec_scan
 )"""
@@ -328,7 +360,12 @@ def _fused_messages(args: SearchPersonalMemoryArgs, plan: _Plan) -> sql.Composed
     if plan.lexical:
         legs.append(sql.SQL(_LEXICAL_LEG).format(owner=_OWNER_CHECK, kept=_kept(args), **plan.literals))
     if plan.vector:
-        legs.append(sql.SQL(_VECTOR_LEG).format(filters=_message_filters(args), **plan.literals))
+        scan = (
+            sql.SQL(_EXACT_SCAN).format(filters=_exact_filters(args), **plan.literals)
+            if plan.exact
+            else sql.SQL(_HNSW_SCAN).format(filters=_message_filters(args), **plan.literals)
+        )
+        legs += [scan, sql.SQL(_VECTOR_RANK)]
     if plan.lexical and plan.vector:
         bonus = _SPEAKER_BONUS_SQL.format(**plan.literals) if plan.params.get("speakers") else sql.SQL("")
         legs.append(sql.SQL(_FUSED_BOTH).format(bonus=bonus, **plan.literals))
@@ -391,29 +428,66 @@ def vector_depth(limit: int, depth: int, share: float | None) -> int:
     return min(depth, max(FILTERED_VECTOR_DEPTH_MIN, FILTERED_VECTOR_PER_HIT * limit))
 
 
+_COUNTED = sql.SQL("c.owner = %(owner)s AND c.tier = ANY(%(tiers)s)")  # an owner's rows of the counts of 092
+_OWNER_ROWS = sql.SQL("(SELECT coalesce(sum(c.n), 0) FROM ghostmem.message_counts c WHERE {owner})").format(
+    owner=_COUNTED
+)
+_WINDOW_ROWS = sql.SQL(
+    "(SELECT coalesce(sum(c.n), 0) FROM ghostmem.message_days c WHERE {owner}"
+    " AND c.day >= ((now() - make_interval(days => %(days)s)) AT TIME ZONE 'UTC')::date)"
+).format(owner=_COUNTED)
+
+
 def _filter_share(args: SearchPersonalMemoryArgs) -> sql.Composable:
     """SQL for the share of the owner's messages the search's filters keep, from the counts kept by migration 092:
     platform and project from ``message_counts`` (a project matching only titles is not counted: the share is a
     lower bound), the time window from ``message_days``, taken as independent. A few dozen small rows."""
-    owner = sql.SQL("c.owner = %(owner)s AND c.tier = ANY(%(tiers)s)")
-    scope = [owner]
+    scope = [_COUNTED]
     if args.platform is not None:
         scope.append(sql.SQL("c.platform = %(platform)s"))
     if args.project is not None:
         scope.append(sql.SQL("c.project ILIKE %(project)s"))
-    window = (
-        sql.SQL(
-            " * (SELECT coalesce(sum(c.n), 0) FROM ghostmem.message_days c WHERE {owner}"
-            " AND c.day >= ((now() - make_interval(days => %(days)s)) AT TIME ZONE 'UTC')::date) / t.n"
-        ).format(owner=owner)
-        if args.days is not None
-        else sql.SQL("")
-    )
+    window = sql.SQL(" * {rows} / t.n").format(rows=_WINDOW_ROWS) if args.days is not None else sql.SQL("")
     return sql.SQL(
         "(SELECT CASE WHEN t.n > 0 THEN (SELECT coalesce(sum(c.n), 0) FROM ghostmem.message_counts c WHERE {scope})"
-        " / t.n{window} END"
-        " FROM (SELECT coalesce(sum(c.n), 0)::float8 AS n FROM ghostmem.message_counts c WHERE {owner}) t)"
-    ).format(scope=sql.SQL(" AND ").join(scope), window=window, owner=owner)
+        " / t.n{window} END FROM (SELECT {total}::float8 AS n) t)"
+    ).format(scope=sql.SQL(" AND ").join(scope), window=window, total=_OWNER_ROWS)
+
+
+def _scope_rows(args: SearchPersonalMemoryArgs) -> sql.Composable:
+    """SQL for how many rows an exact scan of the vector leg would read (the index it reads through; the other
+    filters are checked on those rows): with a project, the rows of the owner's matching projects and titled
+    conversations; else with a time window, the owner's messages in it; else all of them. From migration 092's
+    counts and the conversations' message counts, which also count messages without a vector: an upper bound."""
+    if args.project is not None:
+        return sql.SQL(
+            "((SELECT coalesce(sum(c.n), 0) FROM ghostmem.message_counts c WHERE {owner} AND c.project ILIKE"
+            " %(project)s) + (SELECT coalesce(sum(c.msg_count), 0) FROM ghostmem.conversations c WHERE {owner}"
+            " AND c.title ILIKE %(project)s))"
+        ).format(owner=_COUNTED)
+    return _WINDOW_ROWS if args.days is not None else _OWNER_ROWS
+
+
+_PROJECTS = sql.SQL(
+    "ARRAY(SELECT DISTINCT c.project FROM ghostmem.message_counts c WHERE {owner} AND c.project ILIKE %(project)s)"
+).format(owner=_COUNTED)
+
+
+def use_exact_scan(
+    scope_rows: int, kept_rows: float, table_rows: float, vec_depth: int, ef_search: int
+) -> bool:
+    """Whether the vector leg reads every row of its scope (``scope_rows``, see :func:`_scope_rows`) from the
+    compact copies of migration 101 instead of the HNSW index that every owner's messages share.
+
+    An HNSW scan passes over at least ``ef_search`` rows, and under a filter about ``vec_depth × table_rows /
+    kept_rows`` to find ``vec_depth`` that the filters keep (the owner's and the filters' share of the index);
+    each costs about as much as :data:`EXACT_ROWS_PER_HNSW_ROW` rows of an exact scan. So a small owner beside
+    large ones, a short time window or a small project is read whole, while a wide scope walks the index.
+    ``kept_rows`` of 0 (nothing passes, as far as the counts know) reads the scope: the HNSW scan would run to its
+    tuple cap.
+    """
+    passed_over = max(ef_search, vec_depth * max(table_rows, kept_rows, 1.0) / max(kept_rows, 1.0))
+    return scope_rows <= EXACT_ROWS_PER_HNSW_ROW * passed_over
 
 
 def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int, floor: float) -> Program[_Plan]:
@@ -453,13 +527,16 @@ def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int, floor: flo
     # primary keys). Iterative scans keep a filtered HNSW scan going until `vec_depth` rows pass the filters;
     # ef_search is how many candidates each step of the scan keeps (the wider, the closer to the exact rows).
     # Sequential scans are off: every leg reads through its index, and a generic plan that guessed a LIMIT would
-    # come early from a scan of the table would read all of it when it does not (see _OWNER_CHECK).
+    # come early from a scan of the table would read all of it when it does not (see _OWNER_CHECK). So are
+    # parallel workers: an exact scan of a few thousand rows was planned in parallel, and starting the workers
+    # cost more than the scan (38 against 7 ms at 100k messages, on two busy cores).
     settings = sql.SQL(
         "set_config('plan_cache_mode', 'force_generic_plan', true) AS plans,"
         " set_config('hnsw.iterative_scan', 'relaxed_order', true) AS iterative,"
         " set_config('hnsw.ef_search', %(ef_search)s, true) AS ef_search,"
         " set_config('hnsw.max_scan_tuples', %(max_scan)s, true) AS max_scan,"
-        " set_config('enable_seqscan', 'off', true) AS seqscan"
+        " set_config('enable_seqscan', 'off', true) AS seqscan,"
+        " set_config('max_parallel_workers_per_gather', '0', true) AS parallel"
     )
     setting_params = {
         "ef_search": str(max(depth, HNSW_EF_SEARCH)),  # the vector leg's rows are never more than depth
@@ -467,7 +544,7 @@ def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int, floor: flo
     }
     if not vector:
         yield Query(sql.SQL("SELECT ") + settings, setting_params)
-        return _Plan(params=params, literals=literals, lexical=lexical, vector=vector)
+        return _Plan(params=params, literals=literals, lexical=lexical, vector=vector, exact=False)
     # Speaker names the query mentions and how narrow its filters are (looked up in the same round trip).
     rows = yield Query(
         sql.SQL(
@@ -477,25 +554,41 @@ def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int, floor: flo
                 WHERE EXISTS (SELECT 1 FROM ghostmem.messages m
                               WHERE m.owner = %(owner)s AND lower(m.speaker) = n.name AND m.speaker IS NOT NULL
                                 AND m.tier = ANY(%(tiers)s))
-            ) AS speakers, {share} AS share
+            ) AS speakers, {share} AS share, {owner_rows} AS owner_rows, {scope_rows} AS scope_rows,
+            {projects} AS projects,
+            (SELECT greatest(c.reltuples, 0) FROM pg_catalog.pg_class c
+             WHERE c.oid = 'ghostmem.messages'::regclass) AS table_rows
             """
         ).format(
-            settings=settings, share=_filter_share(args) if filtered and lexical else sql.SQL("0::float8")
+            settings=settings,
+            share=_filter_share(args) if filtered else sql.SQL("1::float8"),
+            owner_rows=_OWNER_ROWS,
+            scope_rows=_scope_rows(args),
+            projects=_PROJECTS if args.project is not None else sql.SQL("NULL::text[]"),
         ),
         {**setting_params, **params, "names": _speaker_candidates(args.query)},
     )
     params["speakers"] = list(rows[0]["speakers"])
+    params["projects"] = rows[0]["projects"]
     # The vector leg alone (mode=vector) fills the results by itself: it is as deep as under a narrow filter. A
     # store without counted messages (share NULL) counts as narrow too: its scan is short anyway.
     share = float(rows[0]["share"] or 0.0)
-    literals["vec_depth"] = sql.Literal(vector_depth(args.limit, depth, share if filtered else None))
+    vec_depth = vector_depth(args.limit, depth, (share if lexical else 0.0) if filtered else None)
+    literals["vec_depth"] = sql.Literal(vec_depth)
+    exact = use_exact_scan(
+        int(rows[0]["scope_rows"]),
+        share * float(rows[0]["owner_rows"]),
+        float(rows[0]["table_rows"]),
+        vec_depth,
+        int(setting_params["ef_search"]),
+    )
     dense_query = strip_names(args.query, params["speakers"])
     params["qvec"] = yield Embed(dense_query)
     params["vector_weight"] = weight = vector_weight(args.query)
     # Scores are divided by the best a message can get (first in every leg that counts, and the speaker bonus),
     # so they read from 0 to 1: 1 = ranked first by words and by meaning.
     params["score_max"] = (1.0 + weight) / (RRF_K + 1) + (SPEAKER_BONUS if params["speakers"] else 0.0)
-    return _Plan(params=params, literals=literals, lexical=lexical, vector=vector)
+    return _Plan(params=params, literals=literals, lexical=lexical, vector=vector, exact=exact)
 
 
 def search_messages(

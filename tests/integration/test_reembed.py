@@ -72,6 +72,13 @@ def test_reembed_switches_dimension_and_keeps_everything_findable(
         assert conn.execute(
             "SELECT count(*) FROM ghostmem.messages WHERE embedding IS NOT NULL"
         ).fetchone() == (4,)
+        # the compact copies of the exact scan hold the new vectors (and only them)
+        assert "message_vectors" in {c.table for c in vector_columns(conn)}
+        assert conn.execute(
+            "SELECT count(*) FROM ghostmem.messages m JOIN ghostmem.message_vectors v ON v.owner = m.owner"
+            " AND v.id = m.id AND v.embedding = m.embedding::halfvec"
+        ).fetchone() == (4,)
+        assert conn.execute("SELECT count(*) FROM ghostmem.message_vectors").fetchone() == (4,)
         index = conn.execute("SELECT to_regclass('ghostmem.messages_embedding_hnsw') IS NOT NULL").fetchone()
         assert index == (True,)
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import psycopg
 import pytest
-from ghostmem import GhostMem, HashEmbedder, japanese
+from ghostmem import GhostMem, HashEmbedder, japanese, search
 from ghostmem.args import ListRecentConversationsArgs, SearchPersonalMemoryArgs
 from ghostmem.embed import Embedder
 from ghostmem.ingest import runner
@@ -219,7 +219,8 @@ def _explaining(program: Program[Any], conn: Connection[Any], plans: list[str]) 
             step = program.send(reply)
             if isinstance(step, Query) and not isinstance(step.text, bytes | str):
                 text = step.text.as_string(conn)
-                if "ghostmem.conversations c" in text:  # the statements of search.py, not its preamble
+                # the statements of search.py, not its preamble (the settings and counts)
+                if "ghostmem.conversations c" in text and "set_config" not in text:
                     rows = conn.execute(f"EXPLAIN (COSTS OFF) {text}".encode(), step.params).fetchall()  # type: ignore[arg-type]
                     plans.append("\n".join(r[0] for r in rows))
             reply = yield step
@@ -227,8 +228,12 @@ def _explaining(program: Program[Any], conn: Connection[Any], plans: list[str]) 
         return done.value
 
 
-def test_narrow_filter_still_fills_the_limit(gm: GhostMem, tmp_path: Path) -> None:
-    """Few rows pass the filter: the HNSW scan must keep going (iterative scan) instead of stopping at ef_search."""
+def test_narrow_filter_still_fills_the_limit(
+    gm: GhostMem, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Few rows pass the filter: the HNSW scan must keep going (iterative scan) instead of stopping at ef_search.
+    (A store this small has its scope read whole, test_search_speed: the exact scan is turned off here.)"""
+    monkeypatch.setattr(search, "EXACT_ROWS_PER_HNSW_ROW", 0)
     _bulk(gm, tmp_path, n_big=300, n_small=8)
     args = SearchPersonalMemoryArgs(query="deploy of tiny", project="tiny", limit=5, mode="vector")
     result, plans = _run_forced(gm, search_personal_memory(gm.context, args), "enable_sort")
@@ -252,7 +257,11 @@ def own_database_gm(server_dsn: str, owner: str) -> Iterator[GhostMem]:
             conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
 
 
-def test_plans_use_the_indexes(own_database_gm: GhostMem, tmp_path: Path) -> None:
+def test_plans_use_the_indexes(
+    own_database_gm: GhostMem, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The plans of a large store (where the scope is not read whole, test_search_speed)."""
+    monkeypatch.setattr(search, "EXACT_ROWS_PER_HNSW_ROW", 0)
     gm = own_database_gm
     _bulk(gm, tmp_path, n_big=100, n_small=2)
     with gm.connection() as conn:

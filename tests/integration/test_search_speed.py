@@ -7,10 +7,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ghostmem import GhostMem, HashEmbedder
+from ghostmem import GhostMem, HashEmbedder, db, search
 from ghostmem.args import SearchPersonalMemoryArgs
 from ghostmem.program import run_sync
-from ghostmem.search import search_personal_memory
+from ghostmem.search import search_messages, search_personal_memory, use_exact_scan
 from psycopg import Connection
 from support.conversations import conversation, import_generic
 from support.databases import fresh_database
@@ -35,6 +35,18 @@ def _counts(conn: Connection[Any]) -> tuple[set[tuple[Any, ...]], set[tuple[Any,
     return set(conn.execute(_KEPT).fetchall()), set(conn.execute(_ACTUAL).fetchall())
 
 
+_COPIED = "owner, id, tier, conv_id, ts, platform, project, {}::text"
+_VECTORS_KEPT = "SELECT " + _COPIED.format("embedding") + " FROM ghostmem.message_vectors"
+_VECTORS_ACTUAL = (
+    "SELECT " + _COPIED.format("embedding::halfvec") + " FROM ghostmem.messages WHERE embedding IS NOT NULL"
+)
+
+
+def _vectors(conn: Connection[Any]) -> tuple[set[tuple[Any, ...]], set[tuple[Any, ...]]]:
+    """(the compact copies of migration 101, what they should be: every message with a vector, as halfvec)."""
+    return set(conn.execute(_VECTORS_KEPT).fetchall()), set(conn.execute(_VECTORS_ACTUAL).fetchall())
+
+
 def _owner_totals(conn: Connection[Any]) -> dict[tuple[str, str], int]:
     rows = conn.execute(
         "SELECT owner, tier, sum(n) FROM ghostmem.message_counts GROUP BY 1, 2 HAVING sum(n) > 0"
@@ -49,8 +61,10 @@ def own_dsn(server_dsn: str) -> Iterator[str]:
         yield dsn
 
 
-def test_message_counts_follow_every_write(own_dsn: str, tmp_path: Path) -> None:
-    """Imports (two owners, two tiers), appends, a re-import, forgetting (a cascade of deletes) and TRUNCATE."""
+def test_counts_and_compact_vectors_follow_every_write(own_dsn: str, tmp_path: Path) -> None:
+    """The message counts (092) and the compact vectors (101) after imports (two owners, two tiers, the import
+    embedding each message by an update), appends, a re-import, moves, a vector lost, forgetting (a cascade of
+    deletes) and TRUNCATE."""
     with (
         GhostMem(dsn=own_dsn, owner="ann", embedder=HashEmbedder()) as ann,
         GhostMem(dsn=own_dsn, owner="bob", embedder=HashEmbedder()) as bob,
@@ -69,6 +83,10 @@ def test_message_counts_follow_every_write(own_dsn: str, tmp_path: Path) -> None
         with ann.connection() as conn:
             kept, actual = _counts(conn)
             assert kept == actual
+            kept, actual = _vectors(conn)
+            assert (
+                kept == actual and len(kept) == 11
+            )  # "hello i", "more", "again", "manual": short ones are not embedded
             assert _owner_totals(conn) == {
                 ("ann", "personal"): 16,
                 ("ann", "library"): 2,
@@ -82,12 +100,21 @@ def test_message_counts_follow_every_write(own_dsn: str, tmp_path: Path) -> None
             conn.execute("UPDATE ghostmem.messages SET embedding = embedding")  # changes nothing counted
             kept, actual = _counts(conn)
             assert kept == actual
+            conn.execute(  # a vector lost, another changed
+                "UPDATE ghostmem.messages SET embedding = CASE WHEN seq = 0 THEN NULL"
+                " ELSE (SELECT embedding FROM ghostmem.messages WHERE native_id = 'c0-0') END WHERE conv_id = 'c4'"
+            )
+            kept, actual = _vectors(conn)
+            assert kept == actual and len(kept) == 11  # c4: "hello 4" lost its vector, "hi" got one
         ann.forget("c1")
         with ann.connection() as conn:
             kept, actual = _counts(conn)
             assert kept == actual and _owner_totals(conn)[("ann", "personal")] == 13
+            kept, actual = _vectors(conn)
+            assert kept == actual and len(kept) == 9
             conn.execute("TRUNCATE ghostmem.messages CASCADE")
             assert _counts(conn) == (set(), set())
+            assert _vectors(conn) == (set(), set())
 
 
 def test_the_store_size_of_the_idf_is_read_from_the_counts(gm: GhostMem, tmp_path: Path) -> None:
@@ -183,3 +210,143 @@ def test_the_generic_plan_reads_through_the_indexes_beside_another_owner(
                         plan,
                     )
                     assert "Bitmap Index Scan on messages_tsv" in plan, plan
+
+
+def test_the_vector_leg_reads_a_small_scope_whole() -> None:
+    """The strategy per case, on the shapes of the bench (docs/search.md, "Small scopes: an exact scan"): an HNSW
+    scan passes over at least ef_search rows, and about vec_depth x table / kept rows under a filter."""
+    ef = 100
+    # one owner of 100,000 messages
+    assert not use_exact_scan(100_000, 100_000, 100_000, 100, ef)  # no filter
+    assert not use_exact_scan(
+        8_740, 8_740, 100_000, 20, ef
+    )  # days=7 in hybrid mode: 20 rows of 9% of the index
+    assert use_exact_scan(5_000, 5_000, 100_000, 50, ef)  # days=3 in vector mode: 50 rows of 5%
+    assert not use_exact_scan(100_000, 14_440, 100_000, 20, ef)  # a platform: its scope is every message
+    assert use_exact_scan(3_600, 3_600, 100_000, 50, ef)  # one project of 3,600 messages
+    # 10,000 messages beside 1,000,000 of another owner, and in a database of their own
+    assert use_exact_scan(10_000, 10_000, 1_010_000, 100, ef)
+    assert not use_exact_scan(10_000, 10_000, 10_000, 100, ef)
+    assert use_exact_scan(961, 961, 10_000, 20, ef)  # their last 7 days
+    # the last 7 days of 1,000,000 messages
+    assert not use_exact_scan(82_669, 82_669, 1_010_000, 20, ef)
+    # a filter that the counts say nothing passes: the index scan would run to its tuple cap
+    assert use_exact_scan(5_000, 0, 100_000, 50, ef)
+
+
+def _statement(gm: GhostMem, args: SearchPersonalMemoryArgs) -> tuple[str, str]:
+    """The search's main statement and its generic plan (in the search's transaction, with its settings)."""
+    seen: list[tuple[str, Any]] = []
+    with gm.connection() as conn:
+        run_sync(recording(search_personal_memory(gm.context, args), conn, seen), conn, gm.embedder)
+        return seen[-1][0], generic_plan(conn, seen[-1][0])
+
+
+def test_a_small_scope_is_read_through_its_index(
+    server_dsn: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The exact scan reads the compact vectors through the index of its scope — the owner's (owner, tier, ts)
+    range, or the project's and titled conversations' entries — never a sequential scan; where the model says
+    the scope is large, the vector leg walks HNSW over messages."""
+    with fresh_database(server_dsn, "ghostmem_exact") as dsn:
+        big = [
+            conversation(f"b{i}", f"b {i}", i % 30, [f"routine deploy log {i}", "fine"]) for i in range(300)
+        ]
+        small = [
+            conversation(f"s{i}", f"s {i}", i, [f"deploy of tiny {i}", "all went well"], "tiny")
+            for i in range(5)
+        ]
+        small.append(conversation("t", "notes on tiny", 2, ["deploy notes", "the tiny deploy went well"]))
+        for owner, convs in (("big", big), ("small", small)):
+            with GhostMem(dsn=dsn, owner=owner, embedder=HashEmbedder()) as gm:
+                import_generic(gm, tmp_path / f"{owner}.jsonl", convs)
+        with GhostMem(dsn=dsn, owner="small", embedder=HashEmbedder()) as gm:
+            with gm.connection() as conn:
+                conn.execute("ANALYZE ghostmem.messages")
+                conn.execute("ANALYZE ghostmem.message_vectors")
+            for filters, index in (
+                ({}, "on message_vectors_owner_"),  # any of its indexes leads with (owner, tier)
+                ({"days": 7}, "message_vectors_owner_ts"),
+                ({"project": "tiny"}, "message_vectors_owner_project"),
+            ):
+                text, plan = _statement(gm, SearchPersonalMemoryArgs(query="tiny deploy", **filters))
+                vec_scan = plan.split("CTE vec_scan", 1)[1].split("\n  CTE ", 1)[0]
+                assert "ghostmem.message_vectors m" in text and "Seq Scan" not in plan, (filters, plan)
+                assert index in vec_scan and "messages_embedding_hnsw" not in plan, (filters, plan)
+            # the titled conversation's rows through the conversation index, with the project's
+            assert "message_vectors_owner_conv" in vec_scan and "BitmapOr" in vec_scan, vec_scan
+            # as for a scope the model finds large: the HNSW scan of messages (which index the planner picks for it
+            # at this size is its cost choice; test_search.py pins HNSW with sorts made expensive)
+            monkeypatch.setattr(search, "EXACT_ROWS_PER_HNSW_ROW", 0)
+            text, plan = _statement(gm, SearchPersonalMemoryArgs(query="tiny deploy", project="tiny"))
+            assert "message_vectors" not in text and "<=> %(qvec)s::vector" in text
+
+
+def _nearest(
+    conn: Connection[Any], owner: str, query: Any, where: str, params: dict[str, Any]
+) -> list[tuple[int, float]]:
+    """(id, distance) of the owner's 10 nearest messages to ``query`` within ``where``, by a full scan of every
+    stored vector (no index)."""
+    conn.execute("SET LOCAL enable_indexscan = off")
+    conn.execute("SET LOCAL enable_bitmapscan = off")
+    rows = conn.execute(
+        "SELECT m.id, m.embedding <=> %(q)s FROM ghostmem.messages m JOIN ghostmem.conversations c"
+        " ON c.owner = m.owner AND c.tier = m.tier AND c.conv_id = m.conv_id"
+        f" WHERE m.owner = %(owner)s AND m.embedding IS NOT NULL AND {where}"
+        " ORDER BY 2, 1 LIMIT 10",
+        {"owner": owner, "q": query, **params},
+    ).fetchall()
+    return [(r[0], float(r[1])) for r in rows]
+
+
+def test_the_exact_scan_finds_the_nearest_messages(
+    gm: GhostMem, owner: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The compact vectors (halfvec) give the nearest messages of a full scan of the stored vectors, as the HNSW
+    path does, under every filter: the same distances (halfvec rounds each by less than 1e-3, so messages at
+    the same distance may come in another order); another owner's messages, closer still, never come back."""
+
+    def text(i: int) -> str:  # a mix of the query's words and others: distances spread out
+        words = (
+            ["deploy"] * (1 + i % 4) + ["plan"] * (1 + i % 3) + ["number"] * (1 + i % 5) + ["so"] * (i % 7)
+        )
+        return " ".join([*words, f"w{i}", f"x{i}"])
+
+    convs = [
+        conversation(f"c{i}", f"talk {i}", i % 20, [text(i), text(i + 40)], "alpha" if i % 3 == 0 else "beta")
+        for i in range(40)
+    ]
+    convs.append(conversation("titled", "alpha review", 1, ["deploy review of the week", "all green"]))
+    import_generic(gm, tmp_path / "mine.jsonl", convs)
+    query = "deploy deploy deploy plan plan number"
+    with GhostMem(dsn=gm.dsn, owner=f"{owner}-mallory", embedder=HashEmbedder()) as mallory:
+        import_generic(
+            mallory, tmp_path / "hers.jsonl", [conversation("m", "alpha", 1, [query, query], "alpha")]
+        )
+    qvec = db.vector(gm.embedder.embed_query(query))
+    cases: list[tuple[dict[str, Any], str, dict[str, Any]]] = [
+        ({}, "true", {}),
+        ({"days": 5}, "m.ts >= now() - interval '5 days'", {}),
+        ({"platform": "generic"}, "m.platform = 'generic'", {}),
+        ({"project": "alpha"}, "(m.project ILIKE %(p)s OR c.title ILIKE %(p)s)", {"p": "%alpha%"}),
+    ]
+    for filters, where, params in cases:
+        args = SearchPersonalMemoryArgs(query=query, mode="vector", limit=2, **filters)
+        for ratio in (search.EXACT_ROWS_PER_HNSW_ROW, 0):  # the exact scan, then the HNSW scan
+            monkeypatch.setattr(search, "EXACT_ROWS_PER_HNSW_ROW", ratio)
+            seen: list[tuple[str, Any]] = []
+            with gm.connection() as conn:
+                program = recording(search_messages(gm.context, args, depth=10, floor=-1), conn, seen)
+                rows = sorted(run_sync(program, conn, gm.embedder), key=lambda r: r["vec_rank"])
+                expected = _nearest(conn, gm.context.owner, qvec, where, params)
+                true = dict(  # the stored vectors' distances of what came back, if the owner's
+                    conn.execute(
+                        "SELECT id, embedding <=> %s FROM ghostmem.messages WHERE owner = %s AND id = ANY(%s)",
+                        (qvec, gm.context.owner, [r["id"] for r in rows]),
+                    ).fetchall()
+                )
+            assert ("ghostmem.message_vectors" in seen[-1][0]) == (ratio > 0)
+            assert len(rows) == len(expected) == 10, (filters, ratio)
+            for row, (_, distance) in zip(rows, expected, strict=True):
+                assert abs(row["vec_dist"] - distance) < 1e-3, (filters, ratio)
+                assert true[row["id"]] <= expected[-1][1] + 1e-3, (filters, ratio)
