@@ -23,17 +23,14 @@ CREATE TABLE ghostmem.message_vectors (
     PRIMARY KEY (owner, id)
 );
 
--- The dimension is the configured model's (ghostmem.dims), checked as ghostmem.add_vector_column checks it.
--- STORAGE MAIN: inline (compressed if it must be; out of line only when a row could not fit a page otherwise).
+-- The dimension is the configured model's: the column is made as every vector column is (which checks it), then
+-- retyped. STORAGE MAIN: inline (compressed if it must be; out of line only when a row could not fit a page
+-- otherwise).
+CALL ghostmem.add_vector_column('ghostmem.message_vectors', 'embedding', not_null => true);
 DO $$
-DECLARE
-    d integer := current_setting('ghostmem.dims')::integer;
 BEGIN
-    IF d < 1 OR d > 16000 THEN
-        RAISE EXCEPTION 'ghostmem.dims out of range: %', d;
-    END IF;
-    EXECUTE format('ALTER TABLE ghostmem.message_vectors ADD COLUMN embedding halfvec(%s) NOT NULL', d);
-    ALTER TABLE ghostmem.message_vectors ALTER COLUMN embedding SET STORAGE MAIN;
+    EXECUTE format('ALTER TABLE ghostmem.message_vectors ALTER COLUMN embedding TYPE halfvec(%s),'
+                   ' ALTER COLUMN embedding SET STORAGE MAIN', current_setting('ghostmem.dims')::integer);
 END
 $$;
 
