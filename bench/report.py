@@ -625,7 +625,46 @@ def floor_section(runs: list[dict[str, Any]]) -> str:
             )
         )  # fmt: skip
         out.append("")
+        if "scores" in r:
+            out.append(_score_table(r["scores"]))
+            out.append("")
     return "\n".join(out)
+
+
+def _score_table(scores: dict[str, Any]) -> str:
+    """What the shown scores say (floor 0.2, 10 conversations): a right hit (the first holding the answer) against
+    the top hit of an absent question, for the shown score and the fusion's (rank-relative) score."""
+    line = next(k for k in scores["score"] if k.startswith("right_at_least_")).removeprefix("right_at_least_")
+    rows = [
+        (
+            label,
+            _fmt3(s["right_median"]),
+            _fmt3(s["wrong_median"]),
+            _fmt3(s[f"right_at_least_{line}"]),
+            _fmt3(s[f"wrong_at_least_{line}"]),
+            _fmt3(s["auc"]),
+        )
+        for label, s in (("shown score (relevance)", scores["score"]), ("fused rank score", scores["fused"]))
+    ]
+    header = (
+        f"Shown scores ({scores['right_hits']} right hits, {scores['wrong_hits']} absent questions' top hits; "
+        f"order kept: {'yes' if scores['order_kept'] else 'NO'}):\n"
+    )
+    return (
+        header
+        + "\n"
+        + _table(
+            (
+                "score",
+                "right: median",
+                "absent top: median",
+                f"right ≥ {line}",
+                f"absent top ≥ {line}",
+                "AUC",
+            ),
+            rows,
+        )
+    )
 
 
 def _provenance(r: dict[str, Any]) -> str:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import itertools
 import json
 import logging
 import math
@@ -375,9 +376,70 @@ def floor_table(
     return table
 
 
+# --- what a shown score means ------------------------------------------------------------------------------------
+
+SCORE_LINE = 0.5  # a reader takes a hit scored at least this as relevant
+SHOWN_LIMIT = 10
+
+
+def _shown(gm: GhostMem, query: str) -> list[dict[str, Any]]:
+    """The hits the operation shows (default floor, 10 conversations): each one's shown score and the fusion's
+    score that orders them (``fused``: best = 1, what the shown score was before it meant relevance)."""
+    result = gm.run("search_personal_memory", {"query": query, "limit": SHOWN_LIMIT, "explain": True})
+    return [{"conv_id": h.conv_id, "score": h.score, "fused": h.explain["fused"]} for h in result.data.rows]
+
+
+def _auc(right: list[float], wrong: list[float]) -> float | None:
+    """The chance that a right hit scores above a wrong one (ties count half)."""
+    if not right or not wrong:
+        return None
+    wins = sum((r > w) + 0.5 * (r == w) for r in right for w in wrong)
+    return wins / (len(right) * len(wrong))
+
+
+def score_table(
+    present: list[tuple[Question, list[dict[str, Any]]]], absent: list[list[dict[str, Any]]]
+) -> dict[str, Any]:
+    """What the shown scores say: the score of the first hit holding the answer (a right hit), against the top
+    hit of a question whose answer the store does not hold (a wrong hit), for the shown score and the fusion's.
+    ``order_kept``: every list's shown scores fall in the fusion's order."""
+    right = [
+        next(h for h in hits if h["conv_id"] in q.gold_sessions)
+        for q, hits in present
+        if any(h["conv_id"] in q.gold_sessions for h in hits)
+    ]
+    wrong = [hits[0] for hits in absent if hits]
+    table: dict[str, Any] = {"right_hits": len(right), "wrong_hits": len(wrong)}
+    for key in ("score", "fused"):
+        r = [h[key] for h in right]
+        w = [h[key] for h in wrong]
+        table[key] = {
+            "right_median": round(statistics.median(r), 3) if r else None,
+            "wrong_median": round(statistics.median(w), 3) if w else None,
+            f"right_at_least_{SCORE_LINE}": round(statistics.fmean(x >= SCORE_LINE for x in r), 3)
+            if r
+            else None,
+            f"wrong_at_least_{SCORE_LINE}": round(statistics.fmean(x >= SCORE_LINE for x in w), 3)
+            if w
+            else None,
+            "auc": round(auc, 3) if (auc := _auc(r, w)) is not None else None,
+        }
+    lists = [hits for _, hits in present] + absent
+    table["order_kept"] = all(
+        all(a["score"] >= b["score"] and a["fused"] >= b["fused"] for a, b in itertools.pairwise(hits))
+        for hits in lists
+    )
+    return table
+
+
 def _study_store(
     store: Store, absent: list[Question], admin: str, model: str | None
-) -> tuple[list[tuple[Question, list[dict[str, Any]]]], list[list[dict[str, Any]]]]:
+) -> tuple[
+    list[tuple[Question, list[dict[str, Any]]]],
+    list[list[dict[str, Any]]],
+    list[tuple[Question, list[dict[str, Any]]]],
+    list[list[dict[str, Any]]],
+]:
     embedder = CachedEmbedder(make_embedder(model) if model else real_embedder())
     with (
         tempfile.TemporaryDirectory(prefix="ghostmem-retrieval-") as tmp,
@@ -387,7 +449,12 @@ def _study_store(
         report = gm.import_paths([write_generic_jsonl(store.conversations, Path(tmp) / "store.jsonl")])
         if not report.ok:
             raise RuntimeError(f"{store.name}: import failed: {report.render()}")
-        return [(q, _hits(gm, q.text)) for q in store.questions], [_hits(gm, q.text) for q in absent]
+        return (
+            [(q, _hits(gm, q.text)) for q in store.questions],
+            [_hits(gm, q.text) for q in absent],
+            [(q, _shown(gm, q.text)) for q in store.questions],
+            [_shown(gm, q.text) for q in absent],
+        )
 
 
 def floor_study(
@@ -400,11 +467,14 @@ def floor_study(
     split: str = "tune",
 ) -> dict[str, Any]:
     """Calibrate the similarity floor: every store is asked its own questions and, as questions whose answer it
-    does not hold, up to :data:`ABSENT_PER_STORE` of the next store's (and LongMemEval's abstention questions)."""
+    does not hold, up to :data:`ABSENT_PER_STORE` of the next store's (and LongMemEval's abstention questions).
+    The same questions, through the operation itself, say what its shown scores mean (:func:`score_table`)."""
     data = split_units(dataset, json.loads(data_path.read_text(encoding="utf-8")), split)
     stores = jsquad_stores(data, by_article=True) if dataset == "jsquad" else LOADERS[dataset](data)
     present: list[tuple[Question, list[dict[str, Any]]]] = []
     absent: list[list[dict[str, Any]]] = []
+    shown_present: list[tuple[Question, list[dict[str, Any]]]] = []
+    shown_absent: list[list[dict[str, Any]]] = []
     started = time.perf_counter()
     with server(admin_dsn) as admin, ProcessPoolExecutor(max_workers=jobs) as pool:
         futures = []
@@ -413,9 +483,11 @@ def floor_study(
             asked = store.absent + others[:ABSENT_PER_STORE]
             futures.append(pool.submit(_study_store, store, asked, admin, model))
         for future in as_completed(futures):
-            p, a = future.result()
+            p, a, sp, sa = future.result()
             present += p
             absent += a
+            shown_present += sp
+            shown_absent += sa
     return {
         "bench": "retrieval_floor",
         "dataset": dataset,
@@ -427,6 +499,7 @@ def floor_study(
         "seconds": round(time.perf_counter() - started, 1),
         "command": "python -m bench.retrieval " + " ".join(sys.argv[1:]),
         "floors": floor_table(dataset, present, absent),
+        "scores": score_table(shown_present, shown_absent),
     }
 
 

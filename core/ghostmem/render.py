@@ -210,16 +210,26 @@ def search_result(result: SearchResult, reader: Reader = FOR_MODELS) -> str:
 
 
 def explain_line(explain: dict[str, Any]) -> str:
-    """Each leg's rank and score for a hit's best message (``-`` when a leg did not find it)."""
+    """Each leg's rank and score for a hit's best message (``-`` when a leg did not find it), then the evidence its
+    shown score comes from: the best message's word coverage and cosine, and the hit's relevance."""
 
     def leg(rank: Any, value: Any, what: str) -> str:
         return f"#{rank} ({what} {value:.3f})" if rank is not None and value is not None else "-"
 
-    return (
+    def share(value: Any) -> str:
+        return "-" if value is None else f"{value:.2f}"
+
+    line = (
         f"lexical {leg(explain.get('lexical_rank'), explain.get('lexical_score'), 'bm25')}"
         f" · vector {leg(explain.get('vector_rank'), explain.get('vector_distance'), 'distance')}"
         f" · fused {explain.get('fused', 0):.4f} (message #{explain.get('message_seq')})"
     )
+    if explain.get("evidence"):
+        words, cosine = explain["evidence"][0]
+        line += (
+            f" · words {share(words)} · cosine {share(cosine)} → relevance {share(explain.get('relevance'))}"
+        )
+    return line
 
 
 def thread(result: Thread, reader: Reader = FOR_MODELS) -> str:

@@ -82,6 +82,8 @@ SPEAKER_BONUS = 0.005
 # A message only the vector leg found is returned when its cosine similarity to the query is at least this
 # (calibrated on the retrieval data sets, see docs/search.md): below it, MiniLM neighbours are padding.
 SIMILARITY_FLOOR = 0.2
+# A cosine at least this counts as full evidence of meaning in a hit's shown score (see relevance).
+SIMILARITY_FULL = 0.6
 
 _ROW_COLUMNS = sql.SQL(
     "c.conv_id, c.tier, c.platform, c.started_at, c.ended_at, c.title, c.project, c.topic, c.cluster, "
@@ -230,6 +232,12 @@ lex_idf AS MATERIALIZED (
     ) d, lex_n n
     WHERE d.df > 0
 ),
+-- The idf of every query lexeme, those the store does not hold included (df 0): a hit's word coverage is the share
+-- of it that its window holds.
+lex_total AS MATERIALIZED (
+    SELECT greatest(sum(coalesce(i.idf, ln(1 + (n.n + 0.5) / 0.5))), 1e-9) AS total
+    FROM lex_terms t CROSS JOIN lex_n n LEFT JOIN lex_idf i ON i.lexeme = t.lexeme
+),
 -- A message of the conjunction holds every query lexeme: its `words` stay NULL, which the ranking reads as "all".
 lex_cand AS MATERIALIZED (
     SELECT a.id, a.tier, a.conv_id, a.seq, NULL::text[] AS words FROM lex_all a WHERE a.kept
@@ -278,9 +286,10 @@ lex_avgdl AS MATERIALIZED (
     SELECT greatest(avg(len), 1)::float8 AS avgdl FROM lex_doc
 ),
 lex AS (
-    SELECT d.id, d.tier, d.conv_id, s.score, row_number() OVER (ORDER BY s.score DESC, d.id) AS rank
+    SELECT d.id, d.tier, d.conv_id, s.score, s.cover, row_number() OVER (ORDER BY s.score DESC, d.id) AS rank
     FROM lex_doc d CROSS JOIN lex_avgdl a CROSS JOIN LATERAL (
-        SELECT sum(t.idf * ({k1} + 1) / (1 + {k1} * (1 - {b} + {b} * d.len / a.avgdl))) AS score
+        SELECT sum(t.idf * ({k1} + 1) / (1 + {k1} * (1 - {b} + {b} * d.len / a.avgdl))) AS score,
+               sum(t.idf) / (SELECT total FROM lex_total) AS cover
         FROM lex_idf t WHERE t.lexeme = ANY(d.words)
     ) s
     ORDER BY s.score DESC, d.id
@@ -317,7 +326,7 @@ scored AS (
     SELECT coalesce(l.id, v.id) AS id, coalesce(l.tier, v.tier) AS tier, coalesce(l.conv_id, v.conv_id) AS conv_id,
            (coalesce(1.0 / ({rrf_k} + l.rank), 0) + coalesce(%(vector_weight)s / ({rrf_k} + v.rank), 0){bonus})
                / %(score_max)s AS score,
-           l.rank AS lex_rank, l.score AS lex_score, v.rank AS vec_rank, v.dist AS vec_dist,
+           l.rank AS lex_rank, l.score AS lex_score, l.cover AS lex_cover, v.rank AS vec_rank, v.dist AS vec_dist,
            l.id IS NOT NULL OR v.dist <= {max_dist} AS relevant
     FROM lex l FULL OUTER JOIN vec v ON l.id = v.id
 )"""
@@ -325,14 +334,15 @@ scored AS (
 _FUSED_LEXICAL = """
 scored AS (
     SELECT id, tier, conv_id, ({rrf_k} + 1.0) / ({rrf_k} + rank) AS score, rank AS lex_rank, score AS lex_score,
-           NULL::bigint AS vec_rank, NULL::float8 AS vec_dist, true AS relevant
+           cover AS lex_cover, NULL::bigint AS vec_rank, NULL::float8 AS vec_dist, true AS relevant
     FROM lex
 )"""
 
 _FUSED_VECTOR = """
 scored AS (
     SELECT id, tier, conv_id, ({rrf_k} + 1.0) / ({rrf_k} + rank) AS score, NULL::bigint AS lex_rank,
-           NULL::float8 AS lex_score, rank AS vec_rank, dist AS vec_dist, dist <= {max_dist} AS relevant
+           NULL::float8 AS lex_score, NULL::float8 AS lex_cover, rank AS vec_rank, dist AS vec_dist,
+           dist <= {max_dist} AS relevant
     FROM vec
 )"""
 
@@ -340,7 +350,7 @@ scored AS (
 # it) or is close enough in meaning (similarity at least the floor); its other fused messages come with it.
 _FLOORED = """
 fused AS (
-    SELECT id, tier, conv_id, score, lex_rank, lex_score, vec_rank, vec_dist
+    SELECT id, tier, conv_id, score, lex_rank, lex_score, lex_cover, vec_rank, vec_dist
     FROM (SELECT s.*, bool_or(s.relevant) OVER (PARTITION BY s.tier, s.conv_id) AS keep FROM scored s) k
     WHERE keep
 )"""
@@ -354,8 +364,8 @@ _SPEAKER_BONUS_SQL = sql.SQL(
 
 
 def _fused_messages(args: SearchPersonalMemoryArgs, plan: _Plan) -> sql.Composed:
-    """``WITH ... fused AS (id, tier, conv_id, score, lex_rank, lex_score, vec_rank, vec_dist)``: the one query
-    builder."""
+    """``WITH ... fused AS (id, tier, conv_id, score, lex_rank, lex_score, lex_cover, vec_rank, vec_dist)``: the one
+    query builder."""
     legs: list[sql.Composable] = [sql.SQL(_TITLED)] if args.project is not None else []
     if plan.lexical:
         legs.append(sql.SQL(_LEXICAL_LEG).format(owner=_OWNER_CHECK, kept=_kept(args), **plan.literals))
@@ -388,6 +398,20 @@ def strip_names(query: str, names: list[str]) -> str:
         stripped = re.sub(rf"\b{re.escape(name)}(?:'s|’s)?\b", " ", stripped, flags=re.IGNORECASE)
     stripped = " ".join(stripped.split())
     return stripped if _WORD.search(stripped) else query
+
+
+def relevance(cover: float | None, similarity: float | None) -> float:
+    """How strongly a message answers the query, from 0 to 1, from the evidence a person can check: ``cover``, the
+    share of the query's words (weighted by idf, a rare word counting more) that the message and its neighbours
+    hold, and ``similarity``, its cosine to the query, read as evidence from :data:`SIMILARITY_FLOOR` (none) to
+    :data:`SIMILARITY_FULL` (full). Either kind of evidence alone can make a message relevant; both together make
+    it more so (``1 - (1 - words)(1 - meaning)``). A hit's score is the best of its shown messages', capped by the
+    score of the hit ranked before it (docs/search.md, "What a score means")."""
+    words = min(max(cover or 0.0, 0.0), 1.0)
+    meaning = 0.0
+    if similarity is not None:
+        meaning = min(max((similarity - SIMILARITY_FLOOR) / (SIMILARITY_FULL - SIMILARITY_FLOOR), 0.0), 1.0)
+    return 1.0 - (1.0 - words) * (1.0 - meaning)
 
 
 def vector_weight(query: str) -> float:
@@ -585,8 +609,9 @@ def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int, floor: flo
     dense_query = strip_names(args.query, params["speakers"])
     params["qvec"] = yield Embed(dense_query)
     params["vector_weight"] = weight = vector_weight(args.query)
-    # Scores are divided by the best a message can get (first in every leg that counts, and the speaker bonus),
-    # so they read from 0 to 1: 1 = ranked first by words and by meaning.
+    # The fusion's scores (they order the messages; `explain` shows a hit's) are divided by the best a message can
+    # get (first in every leg that counts, and the speaker bonus): 1 = ranked first by words and by meaning. The
+    # score a hit shows is its relevance instead (see relevance).
     params["score_max"] = (1.0 + weight) / (RRF_K + 1) + (SPEAKER_BONUS if params["speakers"] else 0.0)
     return _Plan(params=params, literals=literals, lexical=lexical, vector=vector, exact=exact)
 
@@ -596,8 +621,9 @@ def search_messages(
 ) -> Program[list[Row]]:
     """The fused messages of a search, best first (at most ``depth``): what conversations are ranked from.
 
-    Each row has ``id, tier, conv_id, score, lex_rank, lex_score, vec_rank, vec_dist, seq, native_id, role, ts,
-    speaker, text``. ``floor`` is the similarity floor of vector-only messages (the benchmark varies it to
+    Each row has ``id, tier, conv_id, score, lex_rank, lex_score, lex_cover, vec_rank, vec_dist, seq, native_id,
+    role, ts, speaker, text`` (``score`` is the fusion's, which orders them; see :func:`relevance` for what a hit
+    shows). ``floor`` is the similarity floor of vector-only messages (the benchmark varies it to
     calibrate :data:`SIMILARITY_FLOOR`; -1 turns it off).
     """
     plan = yield from _plan(ctx, args, depth, floor)
@@ -628,12 +654,14 @@ def search_personal_memory(ctx: OpContext, args: SearchPersonalMemoryArgs) -> Pr
             ORDER BY max(h.score) DESC, h.tier = 'library', h.conv_id
             LIMIT {limit}
         )
-        SELECT {columns}, b.score, x.matches, x.explain -> 0 AS explain
+        SELECT {columns}, b.score, x.matches, x.evidence, x.explain -> 0 AS explain
         FROM best b
         JOIN ghostmem.conversations c ON c.owner = %(owner)s AND c.tier = b.tier AND c.conv_id = b.conv_id
         -- Only the messages shown are read: the legs carry each message's conversation.
         CROSS JOIN LATERAL (
             SELECT jsonb_agg({message} ORDER BY h.pos) AS matches,
+                   jsonb_agg(jsonb_build_array(h.lex_cover, coalesce(1 - h.vec_dist, {similarity})) ORDER BY h.pos)
+                       AS evidence,
                    jsonb_agg(jsonb_build_object('fused', h.score, 'lexical_rank', h.lex_rank,
                                                 'lexical_score', h.lex_score, 'vector_rank', h.vec_rank,
                                                 'vector_distance', h.vec_dist, 'message_seq', m.seq))
@@ -643,17 +671,29 @@ def search_personal_memory(ctx: OpContext, args: SearchPersonalMemoryArgs) -> Pr
         ) x
         ORDER BY b.score DESC, b.tier = 'library', b.conv_id
         """
-    ).format(message=_message_json(READ_MATCH_CHARS), columns=_ROW_COLUMNS, **plan.literals)
+    ).format(
+        message=_message_json(READ_MATCH_CHARS),
+        columns=_ROW_COLUMNS,
+        # the cosine of a shown message only the lexical leg found (its vector is read for these few rows only)
+        similarity=sql.SQL("1 - (m.embedding <=> %(qvec)s::vector)" if plan.vector else "NULL::float8"),
+        **plan.literals,
+    )
     rows: list[Row] = yield Query(statement, plan.params)
-    hits = [
-        SearchHit(
-            **_conversation_row(r).model_dump(),
-            score=float(r["score"]),
-            matches=[_message_view(m) for m in r["matches"] or []],
-            explain=r["explain"] if args.explain else None,
+    hits = []
+    shown = 1.0
+    for r in rows:
+        evidence = max(relevance(cover, similarity) for cover, similarity in r["evidence"])
+        shown = min(shown, evidence)  # never above the hit ranked before it: the order stays the fusion's
+        # explain: the best message's ranks and fused score, and each shown message's [word coverage, cosine]
+        explain = {**r["explain"], "evidence": r["evidence"], "relevance": evidence} if args.explain else None
+        hits.append(
+            SearchHit(
+                **_conversation_row(r).model_dump(),
+                score=shown,
+                matches=[_message_view(m) for m in r["matches"] or []],
+                explain=explain,
+            )
         )
-        for r in rows
-    ]
     return SearchResult(query=args.query, rows=hits)
 
 

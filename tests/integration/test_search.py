@@ -112,7 +112,8 @@ def test_explain_shows_each_leg(store: GhostMem) -> None:
     top = store.search_personal_memory("autovacuum", explain=True).data.rows[0]
     assert top.explain is not None
     assert top.explain["lexical_rank"] == 1 and top.explain["vector_rank"] >= 1
-    assert top.explain["fused"] == pytest.approx(top.score)
+    assert top.explain["fused"] == pytest.approx(1.0)  # first in both legs
+    assert top.explain["relevance"] == pytest.approx(top.score)
     lexical_only = store.search_personal_memory("autovacuum", explain=True, mode="lexical").data.rows[0]
     assert lexical_only.explain is not None and lexical_only.explain["vector_rank"] is None
 
@@ -399,19 +400,63 @@ def test_an_unrelated_query_returns_nothing_and_says_so_in_one_line(store: Ghost
             assert len(result.text.splitlines()) == 1 and result.text.startswith("Nothing relevant")
 
 
-def test_scores_read_from_zero_to_one(store: GhostMem) -> None:
+def test_scores_say_how_much_of_the_query_a_hit_holds(store: GhostMem) -> None:
     top = store.search_personal_memory("autovacuum running", explain=True).data.rows
     assert top[0].conv_id == "pg"
     assert top[0].explain is not None and top[0].explain["lexical_rank"] == top[0].explain["vector_rank"] == 1
-    assert top[0].score == pytest.approx(1.0)  # first by words and by meaning
-    for mode in ("lexical", "vector"):
-        first = store.search_personal_memory("autovacuum running", mode=mode).data.rows[0]
-        assert first.score == pytest.approx(1.0)
+    assert top[0].score == pytest.approx(1.0)  # every word of the query, in its best message
+    assert store.search_personal_memory("autovacuum running", mode="lexical").data.rows[
+        0
+    ].score == pytest.approx(1.0)
     japanese = store.search_personal_memory("会話").data.rows  # the vector leg does not count: words alone
     assert japanese[0].conv_id == "jp" and japanese[0].score == pytest.approx(1.0)
-    every = store.search_personal_memory("vacuum table food", limit=10).data.rows
-    assert every and all(0.0 < hit.score <= 1.0 for hit in every)
+    # half the query's words (a word the store never holds counts as missing, and weighs as a rare one)
+    half = store.search_personal_memory("autovacuum zeppelin", mode="lexical", explain=True).data.rows[0]
+    assert half.conv_id == "pg" and 0.3 < half.score < 0.7
+    assert half.explain is not None and half.explain["evidence"][0][0] == pytest.approx(half.score)
+    every = store.search_personal_memory("vacuum table food", limit=10, explain=True).data.rows
+    assert len(every) >= 3 and every[0].score > 0.5 and all(0.0 <= hit.score <= 1.0 for hit in every)
+    # the order is the fusion's, and the shown scores fall along it
+    assert [h.explain["fused"] for h in every] == sorted((h.explain["fused"] for h in every), reverse=True)  # type: ignore[index]
     assert [h.score for h in every] == sorted((h.score for h in every), reverse=True)
+    assert all(h.score <= h.explain["relevance"] for h in every)  # type: ignore[index]
+
+
+def test_a_hit_sharing_one_common_word_scores_low_and_the_right_one_high(
+    pg_dsn: str, owner: str, real_embedder: Embedder, tmp_path: Path
+) -> None:
+    """The real model end to end: an unrelated conversation that shares only `start` with the query used to show
+    0.77 (third by words, 46th by meaning); its score now says how little of the query it holds."""
+    with GhostMem(dsn=pg_dsn, owner=owner, embedder=real_embedder) as gm:
+        import_generic(
+            gm,
+            tmp_path / "convs.jsonl",
+            [
+                conversation(
+                    "nginx",
+                    "nginx after the upgrade",
+                    1,
+                    [
+                        "my nginx server does not start after the upgrade",
+                        "the port 80 is taken by apache, stop it",
+                    ],
+                ),
+                conversation(
+                    "party",
+                    "Birthday party",
+                    2,
+                    ["let's start planning the birthday party", "start with the guest list and a cake"],
+                ),
+                conversation(
+                    "bread", "Sourdough", 3, ["my sourdough starter barely rises", "feed it twice a day"]
+                ),
+            ],
+        )
+        hits = gm.search_personal_memory("server does not start", explain=True).data.rows
+        scores = {h.conv_id: h.score for h in hits}
+        assert hits[0].conv_id == "nginx" and scores["nginx"] > 0.9
+        assert scores["party"] < 0.5
+        assert scores.get("bread", 0.0) < 0.5
 
 
 def test_conversations_only_the_vector_leg_found_far_away_are_not_returned(store: GhostMem) -> None:

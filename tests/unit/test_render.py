@@ -85,7 +85,10 @@ def test_explain_line_names_each_leg() -> None:
         "message_seq": 4,
     }
     text = render.search_result(SearchResult(query="q", rows=[_hit(0, explain=explain)]))
-    assert "  why: lexical #2 (bm25 3.250) · vector - · fused 0.0161 (message #4)" in text
+    assert "  why: lexical #2 (bm25 3.250) · vector - · fused 0.0161 (message #4)\n" in text
+    explain.update(evidence=[[0.391, None], [0.2, 0.31]], relevance=0.4675)
+    text = render.search_result(SearchResult(query="q", rows=[_hit(0, explain=explain)]))
+    assert "· fused 0.0161 (message #4) · words 0.39 · cosine - → relevance 0.47\n" in text
 
 
 def test_answers_are_bounded() -> None:
