@@ -44,9 +44,9 @@ class ConversationRow(_Model):
 class SearchHit(ConversationRow):
     """A conversation found by a search: its score and the best-matching messages.
 
-    ``score`` is its best message's relevance from 0 to 1: 1 = ranked first by words and by meaning, about 0.5 =
-    first by one of them and not found by the other, lower = further down; a score says how a hit ranks, not how
-    close it is (docs/search.md, "Scores and the similarity floor").
+    ``score`` is how much of the query it holds, from 0 to 1: the idf-weighted share of the query's words in its best
+    messages and their cosine to the query (from the floor 0.2 = none to 0.6 = full), capped by the score of the hit
+    ranked before it, so the order stays the search's (docs/search.md, "What a score means").
     """
 
     score: float

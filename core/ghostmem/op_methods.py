@@ -47,7 +47,8 @@ class SyncOps:
         matching conversations, each with a header [conv_id | platform | started→ended | title | topic |
         cluster | messages | intensity] and the messages that matched. Use it to recall what was discussed,
         decided or tried before. Narrow with days, platform or project. Then read one with
-        get_conversation_summary or get_conversation.
+        get_conversation_summary or get_conversation. A hit's score (0-1) says how much of the query it holds
+        (its share of the query's words, its closeness in meaning): below 0.5 it matches only part of it.
         """
         return self.run(
             "search_personal_memory",
@@ -274,7 +275,8 @@ class AsyncOps:
         matching conversations, each with a header [conv_id | platform | started→ended | title | topic |
         cluster | messages | intensity] and the messages that matched. Use it to recall what was discussed,
         decided or tried before. Narrow with days, platform or project. Then read one with
-        get_conversation_summary or get_conversation.
+        get_conversation_summary or get_conversation. A hit's score (0-1) says how much of the query it holds
+        (its share of the query's words, its closeness in meaning): below 0.5 it matches only part of it.
         """
         return await self.run(
             "search_personal_memory",

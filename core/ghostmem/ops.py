@@ -170,7 +170,9 @@ OPS: tuple[OpSpec[Any, Any], ...] = (
             "matching conversations, each with a header [conv_id | platform | started→ended | title | topic | "
             "cluster | messages | intensity] and the messages that matched. Use it to recall what was discussed, "
             "decided or tried before. Narrow with days, platform or project. Then read one with "
-            "get_conversation_summary or get_conversation."
+            "get_conversation_summary or get_conversation. A hit's score (0-1) says how much of the query it "
+            "holds (its share of the query's words, its closeness in meaning): below 0.5 it matches only part "
+            "of it."
         ),
         args_model=SearchPersonalMemoryArgs,
         result_model=SearchResult,
