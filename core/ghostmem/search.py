@@ -3,7 +3,8 @@
 Search ranks *messages* with two legs and fuses them by reciprocal rank (``1 / (RRF_K + rank)`` summed):
 
 * **lexical**: the ``tsv`` column (English-stemmed words plus CJK character grams, filled by a trigger, see
-  migration 020) scored like BM25 over a bounded candidate set. One GIN scan of the conjunction of the query's
+  migration 020) scored like BM25 over a bounded candidate set. Its GIN index keys each word by its owner (migration
+  102), so an owner's fetches read only its own posting lists. One GIN scan of the conjunction of the query's
   lexemes fetches messages holding all of them (at most ``depth``); only when fewer than :data:`DF_CAP` hold them
   all does each lexeme fetch at most :data:`DF_CAP` matches (their count is its document frequency, capped; the
   messages of lexemes rarer than the cap join the candidates). Time, platform and
@@ -163,8 +164,9 @@ titled AS MATERIALIZED (
 
 
 _OWNER_FILTER = sql.SQL("m.owner = %(owner)s AND m.tier = ANY(%(tiers)s)")
-# The lexical leg's fetches read through the GIN index alone and check owner and tier on the rows they fetch (the
-# legs stop at their LIMIT): the owner is compared as an expression no btree index matches. With the plain
+# The lexical leg's fetches read through the GIN index of words keyed by owner alone (migration 102: the owner's
+# own posting lists) and check owner and tier on the rows they fetch (the legs stop at their LIMIT): the owner is
+# compared as an expression no btree index matches. With the plain
 # column, the generic plan of a database holding two owners (the owner's selectivity taken as 1/2) either AND-ed
 # the GIN bitmap with an (owner, tier, ...) btree bitmap of half the table, or, expecting its LIMIT to come early,
 # scanned the table sequentially: a rare word then read all of it (p95 11.6 s at a million messages beside a
@@ -191,14 +193,15 @@ def _kept(args: SearchPersonalMemoryArgs) -> sql.Composable:
 
 _LEXICAL_LEG = """
 lex_terms AS MATERIALIZED (
-    SELECT q.lexeme, ghostmem.lexeme_query(q.lexeme) AS tq
+    SELECT q.lexeme, ghostmem.owner_word_query(%(owner)s, q.lexeme) AS tq
     FROM unnest(tsvector_to_array(ghostmem.lexemes(%(query)s, true)) || %(morphemes)s::text[]) AS q(lexeme)
     ORDER BY length(q.lexeme) DESC, q.lexeme
     LIMIT {max_terms}
 ),
 lex_all AS MATERIALIZED (
     SELECT m.id, m.tier, m.conv_id, m.seq, {kept} AS kept FROM ghostmem.messages m
-    WHERE {owner} AND m.tsv @@ (SELECT string_agg(t.tq::text, ' & ')::tsquery FROM lex_terms t)
+    WHERE {owner}
+      AND ghostmem.owner_words(m.owner, m.tsv) @@ (SELECT string_agg(t.tq::text, ' & ')::tsquery FROM lex_terms t)
     LIMIT {depth}
 ),
 -- Enough messages hold every word, or so many do (filters aside) that every word is common: the per-word fetches
@@ -212,7 +215,7 @@ lex_hits AS MATERIALIZED (
     FROM lex_terms t
     CROSS JOIN LATERAL (
         SELECT m.id, {kept} AS kept FROM ghostmem.messages m
-        WHERE {owner} AND m.tsv @@ t.tq
+        WHERE {owner} AND ghostmem.owner_words(m.owner, m.tsv) @@ t.tq
         LIMIT {df_cap}
     ) m
     WHERE NOT (SELECT enough FROM lex_enough)

@@ -270,7 +270,7 @@ def test_plans_use_the_indexes(
     args = SearchPersonalMemoryArgs(query="tiny deploy", days=7)
     result, plans = _run_forced(gm, search_personal_memory(gm.context, args), "enable_sort")
     assert result.rows[0].conv_id.startswith("tiny-")
-    assert "messages_tsv" in plans[0]
+    assert "messages_owner_words" in plans[0]
     assert "messages_embedding_hnsw" in plans[0]
     recent = list_recent_conversations(gm.context, ListRecentConversationsArgs(days=2))
     listed, list_plans = _run_forced(gm, recent, "enable_sort")

@@ -209,7 +209,7 @@ def test_the_generic_plan_reads_through_the_indexes_beside_another_owner(
                         filters,
                         plan,
                     )
-                    assert "Bitmap Index Scan on messages_tsv" in plan, plan
+                    assert "Bitmap Index Scan on messages_owner_words" in plan, plan
 
 
 def test_the_vector_leg_reads_a_small_scope_whole() -> None:
@@ -350,3 +350,34 @@ def test_the_exact_scan_finds_the_nearest_messages(
             for row, (_, distance) in zip(rows, expected, strict=True):
                 assert abs(row["vec_dist"] - distance) < 1e-3, (filters, ratio)
                 assert true[row["id"]] <= expected[-1][1] + 1e-3, (filters, ratio)
+
+
+def test_an_owners_word_fetches_read_only_its_own_entries(server_dsn: str, tmp_path: Path) -> None:
+    """Beside an owner with 300 messages holding the query's words, a small owner's lexical fetches read only its
+    own 5 (the words are keyed by owner in the GIN index, migration 102) and find the same as alone."""
+    with fresh_database(server_dsn, "ghostmem_words") as dsn:
+        big = [conversation(f"b{i}", f"b {i}", 1, [f"routine deploy log {i}", "fine"]) for i in range(300)]
+        small = [conversation(f"s{i}", f"s {i}", 1, [f"routine deploy of tiny {i}", "ok"]) for i in range(5)]
+        results, scanned = {}, {}
+        for owners in (("small",), ("big", "small")):  # alone, then beside the big owner
+            for owner in owners:
+                with GhostMem(dsn=dsn, owner=owner, embedder=HashEmbedder()) as gm:
+                    import_generic(gm, tmp_path / f"{owner}.jsonl", big if owner == "big" else small)
+            with GhostMem(dsn=dsn, owner="small", embedder=HashEmbedder()) as gm:
+                with gm.connection() as conn:  # as autovacuum does after an import (a table never analysed at
+                    conn.execute("ANALYZE ghostmem.messages")  # all is planned as if of a few rows)
+                args = SearchPersonalMemoryArgs(query="routine deploy", mode="lexical")
+                seen: list[tuple[str, Any]] = []
+                with gm.connection() as conn:
+                    program = recording(search_personal_memory(gm.context, args), conn, seen)
+                    results[owners] = [r.conv_id for r in run_sync(program, conn, gm.embedder).rows]
+                    text, params = seen[-1]
+                    explain = f"EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) {text}"
+                    rows = conn.execute(explain.encode(), params)
+                    plan = "\n".join(r[0] for r in rows)
+            fetch = plan.split("CTE lex_all", 1)[1].split("\n  CTE ", 1)[0]
+            assert "Bitmap Index Scan on messages_owner_words" in fetch, plan
+            scanned[owners] = fetch.split("Bitmap Index Scan on messages_owner_words", 1)[1].split("rows=")[1].split()[0]
+        assert results[("small",)] == results[("big", "small")] and len(results[("small",)]) == 5
+        # the index entries read, as alone: not the big owner's 300 matches too
+        assert scanned[("small",)] == scanned[("big", "small")], scanned
