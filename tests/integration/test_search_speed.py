@@ -377,7 +377,9 @@ def test_an_owners_word_fetches_read_only_its_own_entries(server_dsn: str, tmp_p
                     plan = "\n".join(r[0] for r in rows)
             fetch = plan.split("CTE lex_all", 1)[1].split("\n  CTE ", 1)[0]
             assert "Bitmap Index Scan on messages_owner_words" in fetch, plan
-            scanned[owners] = fetch.split("Bitmap Index Scan on messages_owner_words", 1)[1].split("rows=")[1].split()[0]
+            scanned[owners] = (
+                fetch.split("Bitmap Index Scan on messages_owner_words", 1)[1].split("rows=")[1].split()[0]
+            )
         assert results[("small",)] == results[("big", "small")] and len(results[("small",)]) == 5
         # the index entries read, as alone: not the big owner's 300 matches too
         assert scanned[("small",)] == scanned[("big", "small")], scanned
