@@ -259,9 +259,10 @@ def save_conversation(
         )
     if embedder is not None:
         embed_messages(conn, owner, embedder, [(r[0], r[2]) for r in rows if r[3] in CONVERSATIONAL_ROLES])
-    # always: a caller may have deleted messages before saving (live capture shortening a thread); the row is
-    # only written when a count or the snippet really changed
-    _refresh_counts(conn, owner, tier, record.conv_id)
+    if append:  # what was stored is unchanged: the counts move by the new messages alone
+        _count_added(conn, owner, tier, record.conv_id, [r[0] for r in rows])
+    else:  # a caller may have deleted messages before saving (live capture shortening a thread): recount
+        _refresh_counts(conn, owner, tier, record.conv_id)
     return result
 
 
@@ -482,7 +483,52 @@ def _message_batches(
             yield rows
 
 
+def _count_added(conn: Connection[Any], owner: str, tier: str, conv_id: str, added: list[int]) -> None:
+    """What :func:`_refresh_counts` would make of the conversation after an append, from the messages it added
+    (``added``, their ids) and the row as it was: an append costs its own messages, whatever the conversation's
+    length (live capture appends every turn). The first snippet changes only when the conversation had none, or
+    had no user message and gets one: that check reads the messages before the conversation's first user
+    message (usually none or one)."""
+    if not added:
+        return
+    conn.execute(
+        """
+        UPDATE ghostmem.conversations c SET
+            msg_count = c.msg_count + s.n,
+            started_at = COALESCE(c.started_at, s.first_ts),
+            ended_at = COALESCE(c.ended_at, s.last_ts),
+            first_snippet = CASE
+                WHEN c.first_snippet IS NULL THEN COALESCE(s.first_user, s.first_assistant)
+                -- ordered by seq, so that it walks the conversation's (owner, tier, conv_id, seq) index from
+                -- its start (an EXISTS may be planned over the owner's messages instead)
+                WHEN s.first_user IS NOT NULL AND (
+                    SELECT m.seq FROM ghostmem.messages m
+                    WHERE m.owner = c.owner AND m.tier = c.tier AND m.conv_id = c.conv_id AND m.seq < s.first_seq
+                      AND m.role = 'user'
+                    ORDER BY m.seq LIMIT 1
+                ) IS NULL THEN s.first_user
+                ELSE c.first_snippet
+            END
+        FROM (
+            SELECT count(*) FILTER (WHERE role IN ('user', 'assistant')) AS n,
+                   min(ts) AS first_ts, max(ts) AS last_ts, min(seq) AS first_seq,
+                   (array_agg(left(text, 300) ORDER BY seq) FILTER (WHERE role = 'user'))[1] AS first_user,
+                   (array_agg(left(text, 300) ORDER BY seq) FILTER (WHERE role = 'assistant'))[1]
+                       AS first_assistant
+            FROM ghostmem.messages WHERE owner = %s AND id = ANY(%s)
+        ) s
+        WHERE c.owner = %s AND c.tier = %s AND c.conv_id = %s
+          AND (s.n > 0 OR (c.started_at IS NULL AND s.first_ts IS NOT NULL)
+               OR (c.ended_at IS NULL AND s.last_ts IS NOT NULL))
+        """,
+        (owner, added, owner, tier, conv_id),
+    )
+
+
 def _refresh_counts(conn: Connection[Any], owner: str, tier: str, conv_id: str) -> None:
+    """The conversation's message count (user and assistant), first and last times when it has none, and first
+    snippet (its first user message, else its first assistant message), recounted from all its messages; the row
+    is written only when one of them changes."""
     conn.execute(
         """
         UPDATE ghostmem.conversations c SET
