@@ -264,7 +264,17 @@ def add_token(path: Path, owner: str) -> str:
     if path.exists():
         _read_tokens(path)  # refuse to append to a file the server would refuse
     token = secrets.token_urlsafe(32)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    except FileNotFoundError:
+        # Like ssh-keygen -f or htpasswd -c: a path the operator names is not made up; a mistyped directory
+        # would otherwise put the tokens where nobody looks (and where the server is not pointed).
+        raise GhostMemError(
+            f"cannot create the MCP tokens file {path}: the directory {path.parent} does not exist "
+            f"(create it first: `mkdir -m 700 {path.parent}`)"
+        ) from None
+    except OSError as exc:
+        raise GhostMemError(f"cannot write the MCP tokens file {path}: {exc.strerror or exc}") from None
     with os.fdopen(fd, "a", encoding="utf-8") as out:
         out.write(f"{owner} {token_hash(token)}\n")
     return token

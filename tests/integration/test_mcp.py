@@ -322,6 +322,23 @@ async def test_http_server_with_a_tokens_file_serves_each_caller_its_own_memory(
     assert gm.search_ghost_memories(query="", current_project="webapp").data.rows == []
 
 
+def test_mcp_token_into_a_missing_directory_is_one_sentence_and_creates_nothing(tmp_path: Path) -> None:
+    missing = tmp_path / "no-such-dir" / "tokens"
+    made = ghostmem("mcp-token", "alice", "--tokens", str(missing))
+    assert made.returncode == 2 and made.stdout == "" and "Traceback" not in made.stderr
+    assert made.stderr.strip().splitlines() == [
+        f"ghostmem: error: cannot create the MCP tokens file {missing}: the directory {missing.parent} does not "
+        f"exist (create it first: `mkdir -m 700 {missing.parent}`)"
+    ]
+    assert not missing.parent.exists()  # a mistyped path is not made up
+    directory = ghostmem("mcp-token", "alice", "--tokens", str(tmp_path))  # a directory, not a file
+    assert directory.returncode == 2 and directory.stdout == "" and "Traceback" not in directory.stderr
+    assert len(directory.stderr.strip().splitlines()) == 1 and str(tmp_path) in directory.stderr
+    missing.parent.mkdir(mode=0o700)
+    again = ghostmem("mcp-token", "alice", "--tokens", str(missing))
+    assert again.returncode == 0 and (missing.stat().st_mode & 0o777) == 0o600
+
+
 def test_a_malformed_tokens_file_is_refused_with_its_line(gm: GhostMem, pg_dsn: str, tmp_path: Path) -> None:
     tokens = tmp_path / "tokens"
     tokens.write_text(f"# operators\nalice {token_hash('x' * 32)}\nbob s3cret-in-clear-text\n")
