@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import psycopg
 from psycopg import Connection
 
 from ghostmem import db
@@ -72,8 +73,14 @@ def diagnose(settings: Settings, check_model: bool = True) -> dict[str, Any]:
             checks["runtime_role"] = _runtime_role(conn, settings.runtime_role)
             if not checks["runtime_role"]["ok"]:
                 report["ok"] = False
+            if settings.read_dsn is not None:
+                checks["read_standby"] = _read_standby(settings.read_dsn, conn)
     except GhostMemError as exc:
         fail("server", str(exc))
+    if settings.read_dsn is not None and "read_standby" not in checks:
+        checks["read_standby"] = _read_standby(settings.read_dsn, None)
+    if "read_standby" in checks and not checks["read_standby"]["ok"]:
+        report["ok"] = False
     if check_model:
         try:
             vec = embedder.embed_query("ghostmem doctor")
@@ -85,6 +92,64 @@ def diagnose(settings: Settings, check_model: bool = True) -> dict[str, Any]:
     else:
         checks["model"] = {"ok": True, "name": embedder.name, "dim": embedder.dim, "loaded": False}
     return report
+
+
+# What a standby says of itself: in recovery, replay paused, how far it replayed (as text, for the primary to
+# compare), how long ago the last replayed transaction committed on the primary unless everything received is
+# replayed, and which cluster it copies (its primary's system identifier).
+_STANDBY_STATE = """
+SELECT pg_is_in_recovery(),
+       pg_is_in_recovery() AND pg_is_wal_replay_paused(),
+       pg_last_wal_replay_lsn()::text,
+       CASE WHEN pg_last_wal_receive_lsn() IS DISTINCT FROM pg_last_wal_replay_lsn()
+            THEN extract(epoch FROM now() - pg_last_xact_replay_timestamp()) ELSE 0 END,
+       (SELECT system_identifier FROM pg_control_system())
+"""
+_SYSTEM = "SELECT system_identifier FROM pg_control_system()"
+_BEHIND = "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), %s::pg_lsn)::bigint"
+
+
+def _read_standby(read_dsn: str, primary: Connection[Any] | None) -> dict[str, Any]:
+    """The standby reads go to (``GHOSTMEM_READ_DSN``): reachable, a standby of this primary, replaying, and how far
+    behind (bytes of WAL the primary wrote that it has not replayed; seconds since the last transaction it replayed
+    committed, 0 when it replayed all it received). Its password is never shown. ``primary``: None when the
+    primary cannot be reached (then only the standby's own state is reported)."""
+    where = db.redact_dsn(read_dsn)
+    fix = "start the standby or fix GHOSTMEM_READ_DSN (reads go to the primary meanwhile)"
+    try:
+        with db.connect(read_dsn, fix=fix, autocommit=True) as conn:
+            row = conn.execute(_STANDBY_STATE).fetchone()
+        assert row is not None
+        in_recovery, paused, replayed, behind_s, system = row
+        ours = None if primary is None else primary.execute(_SYSTEM).fetchone()
+        lag = (
+            primary.execute(_BEHIND, (replayed,)).fetchone()
+            if primary is not None and replayed is not None
+            else None
+        )
+    except GhostMemError as exc:
+        return {"ok": False, "error": str(exc)}
+    except psycopg.Error as exc:  # a server that does not let this login read its state
+        return {"ok": False, "error": f"cannot read the state of the standby {where}: {exc}"}
+    if ours is not None and ours[0] != system:
+        error = f"{where} is not a standby of this primary (it copies another cluster): fix GHOSTMEM_READ_DSN"
+        return {"ok": False, "error": error}
+    if not in_recovery:
+        error = f"{where} is not a standby (not in recovery): point GHOSTMEM_READ_DSN at a streaming standby"
+        return {"ok": False, "error": error}
+    check: dict[str, Any] = {
+        "ok": True,
+        "dsn": where,
+        "in_recovery": True,
+        "replay_paused": paused,
+        "lag_bytes": max(0, int(lag[0])) if lag else None,
+        "lag_seconds": round(float(behind_s), 3) if behind_s is not None else None,
+    }
+    if paused:
+        check["hint"] = (
+            "replay is paused (on the standby, SELECT pg_wal_replay_resume()): reads wait, then use the primary"
+        )
+    return check
 
 
 def _runtime_role(conn: Connection[Any], role: str) -> dict[str, Any]:

@@ -78,6 +78,21 @@ def test_no_output_shows_any_part_of_the_password(
         monkeypatch.delenv("GHOSTMEM_DSN")
 
 
+@pytest.mark.parametrize("password", PASSWORDS)
+def test_doctor_shows_no_part_of_the_read_standbys_password(
+    password: str, pg_dsn: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``GHOSTMEM_READ_DSN`` is reported by ``doctor`` (the primary is reachable, the standby is not)."""
+    monkeypatch.setenv("GHOSTMEM_EMBED_MODEL", "hash")
+    for form, dsn in forms(password).items():
+        monkeypatch.setenv("GHOSTMEM_READ_DSN", dsn)
+        for flags in ([], ["--json"]):
+            capsys.readouterr()
+            assert main(["--dsn", pg_dsn, "doctor", "--no-model", *flags]) == 1
+            out, err = capsys.readouterr()
+            assert "read_standby" in out and not leaked(password, out + err), (form, flags, out + err)
+
+
 def test_verbose_logs_show_no_password(monkeypatch: pytest.MonkeyPatch) -> None:
     """-v turns the driver's and the pool's logging on: in a new process, as a user runs it."""
     for password in PASSWORDS[:3]:

@@ -8,6 +8,7 @@ data it lacks that it answered.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import time
@@ -24,6 +25,7 @@ from psycopg.conninfo import make_conninfo
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 from support.adapters import seed_conversations, seed_rule
 from support.async_use import SYMPTOMS, run_async_use
+from support.cli import ghostmem
 from support.connections import tagged, wait_for_backends
 from support.standby import Standby
 
@@ -353,6 +355,59 @@ def test_async_use_with_a_standby_leaves_no_pending_task_and_no_connection(
     stderr = run_async_use(mode, dsn, pg_dsn, make_conninfo(read_dsn, application_name=name), read_admin)
     assert not [symptom for symptom in SYMPTOMS if symptom in stderr], stderr
     assert wait_for_backends(pg_dsn, name, 0) == 0 and wait_for_backends(read_admin, name, 0) == 0
+
+
+def test_doctor_reports_the_read_standby_and_never_its_password(
+    pg_dsn: str, read_dsn: str, standby: Standby, owner: str
+) -> None:
+    secret = "Pw7-kept-out-of-every-report"
+    read = make_conninfo(read_dsn, password=secret)  # the standby trusts loopback: the password is never sent
+
+    def doctor(standby_dsn: str, *flags: str) -> Any:
+        """The report (``--json``: parsed), once no output showed the password."""
+        run = ghostmem(
+            "--dsn", pg_dsn, "doctor", "--no-model", *flags,
+            env={"GHOSTMEM_READ_DSN": standby_dsn, "GHOSTMEM_EMBED_MODEL": "hash"},
+        )  # fmt: skip
+        said = run.stdout + run.stderr
+        assert secret not in said and "Traceback" not in said, said
+        return json.loads(run.stdout) if "--json" in flags else run.stdout
+
+    report = doctor(read, "--json")
+    assert report["ok"], report
+    check = report["checks"]["read_standby"]
+    assert check["ok"] and check["in_recovery"] and check["replay_paused"] is False
+    assert "***" in check["dsn"] and check["lag_bytes"] >= 0 and check["lag_seconds"] >= 0
+    text = doctor(read)
+    assert "[ok  ] read_standby: dsn=" in text and "in_recovery=True" in text
+    # replay paused behind a write: the lag shows, with what to do
+    standby.pause()
+    try:
+        with GhostMem(dsn=pg_dsn, owner=owner, embedder=HashEmbedder()) as writer:
+            writer.capture_append("conv-lag", turn("written while replay is paused"), platform="langchain")
+        report = doctor(read, "--json")
+    finally:
+        standby.resume()
+    check = report["checks"]["read_standby"]
+    assert check["ok"] and check["replay_paused"] is True and check["lag_bytes"] > 0
+    assert "pg_wal_replay_resume()" in check["hint"]
+    # the primary itself is no standby
+    report = doctor(make_conninfo(pg_dsn, password=secret), "--json")
+    assert not report["ok"]
+    assert "is not a standby (not in recovery)" in report["checks"]["read_standby"]["error"]
+    # a standby that is down: one sentence saying what to do; the primary is still fine
+    standby.stop()
+    try:
+        report = doctor(read, "--json")
+        text = doctor(read)
+    finally:
+        standby.start()
+    assert not report["ok"] and report["checks"]["server"]["ok"]
+    error = report["checks"]["read_standby"]["error"]
+    assert error.startswith("cannot connect to Postgres at ") and error.endswith(
+        "start the standby or fix GHOSTMEM_READ_DSN (reads go to the primary meanwhile)"
+    )
+    assert f"[FAIL] read_standby: {error}" in text
 
 
 def test_read_dsn_and_read_pool_are_checked(pg_dsn: str) -> None:

@@ -123,16 +123,21 @@ def check_dsn(dsn: str) -> str:
     return dsn
 
 
-def connect(dsn: str, **kwargs: Any) -> psycopg.Connection[Any]:
-    """A plain connection, or one clear sentence on why the server cannot be reached."""
+def connect(
+    dsn: str,
+    *,
+    fix: str = "start the server or fix GHOSTMEM_DSN (unset it to use the embedded server)",
+    **kwargs: Any,
+) -> psycopg.Connection[Any]:
+    """A plain connection, or one clear sentence on why the server cannot be reached (ending with ``fix``: what
+    to do about it)."""
     check_dsn(dsn)
     try:
         return psycopg.connect(dsn, connect_timeout=10, **kwargs)
     except psycopg.OperationalError as exc:
         reason = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
         raise DatabaseUnavailable(
-            f"cannot connect to Postgres at {redact_dsn(dsn)} ({reason}): start the server or fix GHOSTMEM_DSN "
-            "(unset it to use the embedded server)"
+            f"cannot connect to Postgres at {redact_dsn(dsn)} ({reason}): {fix}"
         ) from exc
 
 
