@@ -11,6 +11,7 @@ from ghostmem.client import AsyncGhostMem, GhostMem
 from ghostmem.config import Settings
 from ghostmem.embed import Embedder, HashEmbedder, SentenceTransformerEmbedder
 from ghostmem.errors import (
+    DatabaseError,
     DatabaseUnavailable,
     GhostMemError,
     InvalidArgument,
@@ -24,6 +25,7 @@ __version__ = "0.1.0"
 __all__ = [
     "OPS",
     "AsyncGhostMem",
+    "DatabaseError",
     "DatabaseUnavailable",
     "Embedder",
     "GhostMem",

@@ -10,8 +10,10 @@ Errors of the database driver are translated here, once: :func:`translated` look
 connection ghostmem hands out (``ghostmem.db.checkout``, which every operation, maintenance job and capture call of
 the client goes through, and the client's own connections for long jobs), the program drivers
 (:func:`ghostmem.program.run_sync` / ``run_async``) and the operator paths on raw connections. A connection that
-breaks (the server stopped, restarted or was killed) is one :class:`DatabaseUnavailable` sentence. Errors the
-tables do not list stay psycopg's: they are bugs to fix, not conditions to explain.
+breaks (the server stopped, restarted or was killed) is one :class:`DatabaseUnavailable` sentence. An error the
+tables do not list is one :class:`DatabaseError` sentence with the server's reason and SQLSTATE: a model calling a
+tool gets a sentence, never an exception that ends its run, while the psycopg error stays its cause (a bug to fix
+shows in the traceback of whoever logs it).
 """
 
 from __future__ import annotations
@@ -52,6 +54,12 @@ class PermissionDenied(GhostMemError, PermissionError):
     """The database refused the connecting role something (a missing privilege, a project it may not claim)."""
 
 
+class DatabaseError(GhostMemError):
+    """The database did not carry out a call: it cancelled it (a statement or lock timeout), rolled it back (a
+    deadlock, a serialization failure, a standby's recovery conflict), or failed in a way ghostmem does not expect
+    (the message has the server's reason and SQLSTATE)."""
+
+
 class SchemaMismatch(GhostMemError):
     """The database was created for another embedding dimension or a newer ghostmem, or is behind this one and the
     connecting role may not migrate it."""
@@ -85,6 +93,16 @@ SQLSTATE_ERRORS: dict[str, tuple[type[GhostMemError], str]] = {
     "22": (InvalidArgument, _REFUSED_VALUE),  # data exception
     # undefined_object (e.g. an unknown role), raised by ghostmem's functions
     "42704": (InvalidArgument, "{reason}"),
+    "57014": (
+        DatabaseError,
+        "the database cancelled the call ({reason}): try again, or ask for less (a statement_timeout of the "
+        "connecting role or the application's pool limits how long one call may run)",
+    ),
+    "55P03": (DatabaseError, "the database gave up waiting for a lock ({reason}): try again shortly"),
+    "40": (
+        DatabaseError,
+        "the database rolled the call back ({reason}): run it again",
+    ),  # transaction rollback
     "42501": (
         PermissionDenied,
         "this database role may not do that ({reason}): ask an administrator for the privilege, or connect "
@@ -101,8 +119,16 @@ TYPE_ERRORS: tuple[tuple[type[Exception], type[GhostMemError], str], ...] = (
 )
 
 
-def translate(exc: psycopg.Error) -> GhostMemError | None:
-    """The ghostmem error for a database error, or None when the table has no entry (a bug, not a condition)."""
+def translate(exc: psycopg.Error) -> GhostMemError:
+    """The ghostmem error for a database error: the tables' entry, else a :class:`DatabaseError` naming it."""
+    return _listed(exc) or DatabaseError(
+        f"the database could not do that ({_reason(exc)}; "
+        f"{f'SQLSTATE {exc.sqlstate}' if exc.sqlstate else type(exc).__name__})"
+    )
+
+
+def _listed(exc: psycopg.Error) -> GhostMemError | None:
+    """The error the tables give ``exc``, if they list it."""
     reason = _reason(exc)
     code = exc.sqlstate
     for key in (code, code[:2]) if code else ():
@@ -125,10 +151,7 @@ def translated() -> Iterator[None]:
         first = exc
         while isinstance(first.__context__, psycopg.Error):
             first = first.__context__
-        error = translate(first) or translate(exc)
-        if error is None:
-            raise
-        raise error from first
+        raise (_listed(first) or _listed(exc) or translate(first)) from first
 
 
 def _reason(exc: psycopg.Error) -> str:

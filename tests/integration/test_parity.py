@@ -6,13 +6,15 @@ from __future__ import annotations
 
 from typing import Any
 
+import psycopg
 import pytest
-from ghostmem import OPS, GhostMem, OpSpec, get_op
+from ghostmem import OPS, DatabaseError, GhostMem, HashEmbedder, OpSpec, get_op
 from ghostmem.binding import Binding
 from ghostmem.mcp import build_server
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from mcp import Client
-from support.adapters import seed_conversations, surface_caller
+from psycopg.conninfo import make_conninfo
+from support.adapters import RULE, seed_conversations, seed_rule, surface_caller
 
 from langchain_ghostmem import GhostMemToolkit
 from llama_index_ghostmem import GhostMemToolSpec
@@ -134,3 +136,50 @@ async def test_a_bound_agent_writes_only_what_the_application_allowed(gm: GhostM
     error, text, _ = await widened("remember", {"content": "Only for billing.", "scope": "shared-restricted"})
     assert error and "scope: Input should be 'global' or 'project'" in text, text
     assert (await billing("search_ghost_memories", {"query": ""}))[2] == ["Pin every dependency."]
+
+
+@pytest.mark.parametrize("surface", ["langchain", "llamaindex", "mcp"])
+@pytest.mark.parametrize(
+    ("setting", "sentence"),
+    [
+        (
+            "statement_timeout",
+            "the database cancelled the call (canceling statement due to statement timeout): ",
+        ),
+        (
+            "lock_timeout",
+            "the database gave up waiting for a lock (canceling statement due to lock timeout): ",
+        ),
+    ],
+    ids=["statement-timeout", "lock-timeout"],
+)
+async def test_any_database_error_is_one_sentence_on_every_surface(
+    pg_dsn: str, owner: str, surface: str, setting: str, sentence: str
+) -> None:
+    """Not only ghostmem's own errors: a call the database cancels (the application's pool sets a timeout, and
+    an administrator holds a lock on the messages) comes back to the model as one sentence, not an exception that
+    ends the agent's run; the next call, once the lock is gone, succeeds."""
+    dsn = make_conninfo(pg_dsn, options=f"-c {setting}=1500")  # far above a call's time on a loaded machine
+    gm = GhostMem(dsn=dsn, owner=owner, embedder=HashEmbedder())
+    seed_rule(gm)
+    search = surface_caller(surface, gm)
+    with psycopg.connect(pg_dsn) as admin, admin.transaction():
+        admin.execute("LOCK TABLE agent.ghost_memories IN ACCESS EXCLUSIVE MODE")
+        error, text, _ = await search("search_ghost_memories", {"query": ""})
+    assert error and text.startswith(sentence) and "\n" not in text, text
+    error, text, found = await search("search_ghost_memories", {"query": ""})
+    assert not error and found == [RULE], text
+    await gm.aclose()
+
+
+def test_an_unexpected_database_error_is_one_sentence_naming_it(pg_dsn: str, owner: str) -> None:
+    """An error no table lists is a DatabaseError sentence with the server's reason and SQLSTATE, the psycopg
+    error kept as its cause."""
+    gm = GhostMem(dsn=pg_dsn, owner=owner, embedder=HashEmbedder())
+    with pytest.raises(DatabaseError) as raised, gm.connection() as conn:
+        conn.execute("SELECT * FROM no_such_table")
+    assert str(raised.value) == (
+        'the database could not do that (relation "no_such_table" does not exist; SQLSTATE 42P01)'
+    )
+    assert isinstance(raised.value.__cause__, psycopg.errors.UndefinedTable)
+    gm.close()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import psycopg
 import pytest
 from ghostmem.errors import (
+    DatabaseError,
     DatabaseUnavailable,
     GhostMemError,
     InvalidArgument,
@@ -36,6 +37,11 @@ from psycopg import errors as pg
         (pg.NumericValueOutOfRange("integer out of range"), InvalidArgument, "cannot take a value"),
         (psycopg.DataError("PostgreSQL text fields cannot contain NUL (0x00) bytes"), InvalidArgument, "NUL"),
         (pg.InsufficientPrivilege("permission denied for table messages"), PermissionDenied, "may not do that"),
+        # a cancelled statement is an OperationalError, but no lost connection
+        (pg.QueryCanceled("canceling statement due to statement timeout"), DatabaseError, "cancelled the call"),
+        (pg.LockNotAvailable("canceling statement due to lock timeout"), DatabaseError, "waiting for a lock"),
+        (pg.DeadlockDetected("deadlock detected"), DatabaseError, "rolled the call back (deadlock detected)"),
+        (pg.SerializationFailure("canceling statement due to conflict with recovery"), DatabaseError, "run it again"),
     ],
 )  # fmt: skip
 def test_database_errors_become_one_ghostmem_sentence(
@@ -47,11 +53,29 @@ def test_database_errors_become_one_ghostmem_sentence(
     assert fragment in message and "\n" not in message
 
 
-def test_errors_not_in_the_table_stay_the_drivers() -> None:
+def test_errors_not_in_the_table_are_one_sentence_naming_them() -> None:
+    """A model calling a tool gets a sentence, not an exception that ends its run; the driver's error stays the
+    cause (a bug shows in the traceback of whoever logs it)."""
     bug = pg.UndefinedTable('relation "ghostmem.nope" does not exist')
-    assert translate(bug) is None
-    with pytest.raises(pg.UndefinedTable), translated():
+    with pytest.raises(DatabaseError) as info, translated():
         raise bug
+    assert (
+        str(info.value)
+        == 'the database could not do that (relation "ghostmem.nope" does not exist; SQLSTATE 42P01)'
+    )
+    assert info.value.__cause__ is bug
+    driver = psycopg.ProgrammingError("the query has 1 placeholder but 2 parameters were passed")
+    assert str(translate(driver)) == (
+        "the database could not do that (the query has 1 placeholder but 2 parameters were passed; ProgrammingError)"
+    )
+
+
+def test_a_listed_error_of_a_failed_cleanup_wins_over_an_unlisted_first_one() -> None:
+    with pytest.raises(DatabaseUnavailable, match="the connection is closed"), translated():
+        try:
+            raise psycopg.ProgrammingError("a bug")
+        finally:
+            raise psycopg.OperationalError("the connection is closed")
 
 
 def test_translated_keeps_the_database_error_as_the_cause() -> None:

@@ -10,6 +10,7 @@ import ghostmem
 EXPECTED_ALL = {
     "OPS",
     "AsyncGhostMem",
+    "DatabaseError",
     "DatabaseUnavailable",
     "Embedder",
     "GhostMem",

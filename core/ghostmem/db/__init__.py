@@ -321,7 +321,7 @@ def _checked(pool: ConnectionPool, timeout: float | None) -> psycopg.Connection[
             pool.drain()
         else:
             return conn
-    raise translate(failure) or DatabaseUnavailable(str(failure)) from failure
+    raise translate(failure) from failure
 
 
 async def _achecked(pool: AsyncConnectionPool, timeout: float | None) -> psycopg.AsyncConnection[Any]:
@@ -339,7 +339,7 @@ async def _achecked(pool: AsyncConnectionPool, timeout: float | None) -> psycopg
             await pool.drain()
         else:
             return conn
-    raise translate(failure) or DatabaseUnavailable(str(failure)) from failure
+    raise translate(failure) from failure
 
 
 def _no_connection(pool: ConnectionPool | AsyncConnectionPool, timeout: float | None) -> str:

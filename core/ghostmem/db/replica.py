@@ -33,13 +33,12 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 import psycopg
-from psycopg import errors
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from ghostmem.config import Settings
 from ghostmem.db import acheckout, checkout, open_async_pool, open_pool, pool_dsn, redact_dsn
 from ghostmem.db.loops import LoopPools
-from ghostmem.errors import DatabaseUnavailable, InvalidArgument
+from ghostmem.errors import DatabaseError, DatabaseUnavailable, InvalidArgument
 
 logger = logging.getLogger(__name__)
 
@@ -54,9 +53,9 @@ _REPLAYED = (
 _POLL = 0.005  # seconds between two looks at the standby's replay while a read waits for it
 _UNKNOWN = 2**63 - 1  # the primary's position could not be read: no standby holds it, reads go to the primary
 
-# What says the standby cannot serve now (not that the read is wrong): the server is unreachable, or recovery
-# cancelled the query (a conflict with the primary's changes being replayed).
-_STANDBY_FAILURES = (DatabaseUnavailable, errors.SerializationFailure)
+# What says the standby cannot serve now (not that the read is wrong): the server is unreachable, or it did not
+# carry the query out (recovery cancelled it: a conflict with the primary's changes being replayed).
+_STANDBY_FAILURES = (DatabaseUnavailable, DatabaseError)
 
 
 class Missed(Exception):
