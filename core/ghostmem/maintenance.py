@@ -266,7 +266,7 @@ def forget(conn: Connection[Any], owner: str, conv_id: str, *, force: bool = Fal
     with conn.transaction():
         if not force and not _known(conn, owner, conv_id):
             raise NotFound(
-                f"no conversation {conv_id!r} is stored: check the id (the first field of a row header), or "
+                f"no conversation {conv_id!r} is stored: check the id (as search results and lists show it), or "
                 "force it to keep a conversation out before it is ever imported (",
                 Arg("force", "forget", True),
                 ")",

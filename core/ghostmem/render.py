@@ -234,10 +234,18 @@ def explain_line(explain: dict[str, Any]) -> str:
 
 def thread(result: Thread, reader: Reader = FOR_MODELS) -> str:
     conv = result.conversation
+    # a row's count is of what the user and the assistant said; the thread also holds the rest
+    others = result.total - conv.msg_count
+    mix = f"{conv.msg_count} by the user and the assistant, {others} system, tool use, thinking or notes"
     if result.messages:
         page = f"messages {result.offset}–{result.offset + len(result.messages) - 1} of {result.total}"
+        page += f" ({mix})" if others > 0 else ""
     else:  # paged past the end (or an empty conversation)
-        last = f" ({_count(result.total)}, 0–{result.total - 1})" if result.total else " (it has no messages)"
+        last = (
+            f" ({_count(result.total)}, 0–{result.total - 1}{f'; {mix}' if others > 0 else ''})"
+            if result.total
+            else " (it has no messages)"
+        )
         page = reader.words.say("no message at ", Arg("offset", "get_conversation", result.offset), last)
     if reader.person:
         lines = labelled(conv, reader, [("tier", conv.tier), ("showing", page)], snippet=False)

@@ -89,6 +89,24 @@ def test_page_and_header_use_the_same_words() -> None:
     assert "1 message ·" in render.row_header(row(msg_count=1)).replace(" |", " ·")
 
 
+def test_a_thread_with_more_than_was_said_says_what_the_rest_is() -> None:
+    """A row counts the user's and the assistant's messages; a thread also holds tool use, thinking and notes."""
+    mixed = Thread(
+        conversation=row(msg_count=2),
+        messages=[MessageView(seq=i, role="user" if i == 0 else "tool", text=f"m{i}") for i in range(10)],
+        offset=0,
+        total=10,
+    )
+    text = render.thread(mixed, READER)
+    assert "  from:    claude_code · 2 messages" in text
+    assert (
+        "  showing: messages 0–9 of 10 (2 by the user and the assistant, 8 system, tool use, thinking or notes)"
+        in text
+    )
+    past = render.thread(mixed.model_copy(update={"messages": [], "offset": 30}))
+    assert "no message at offset=30 (10 messages, 0–9; 2 by the user and the assistant, 8 system" in past
+
+
 HOSTILE = [
     "\x1b[2J\x1b[H",  # CSI: clear the screen
     "\x1b]0;owned\x07",  # OSC: set the window title, ended by BEL
