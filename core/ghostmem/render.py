@@ -280,6 +280,8 @@ def summary(result: ConversationSummary, reader: Reader = FOR_MODELS) -> str:
 
 def ghost_row(row: GhostMemoryRow, reader: Reader = FOR_MODELS) -> str:
     where = row.scope if row.scope == "global" else f"{row.scope}:{row.project or ','.join(row.allowlist)}"
+    if reader.person:
+        return "\n".join(_ghost_labelled(row, where, reader))
     score = f" score={row.score:.3f}" if row.score is not None else ""
     used = f" | last used {when(row.last_used_at, reader)}" if row.last_used_at else ""
     terms = " ".join(f"{k}={v:+.3f}" for k, v in row.breakdown.items())
@@ -287,6 +289,26 @@ def ghost_row(row: GhostMemoryRow, reader: Reader = FOR_MODELS) -> str:
         f"[memory_id {row.memory_id} | {row.kind} | {where}{score}{used}] {clip(row.content, SHOWN_MEMORY_CHARS)}"
         + (f"\n  ({terms})" if terms else "")
     )
+
+
+def _ghost_labelled(row: GhostMemoryRow, where: str, reader: Reader) -> list[str]:
+    """A ghost memory for a person: its words, then labelled fields; of the score's terms, those that count."""
+    terms = [
+        f"{k.replace('_', ' ')} {v:+.3f}"
+        for k, v in row.breakdown.items()
+        if k != "recency_factor" and f"{v:+.3f}" not in ("+0.000", "-0.000")
+    ]  # they add up to the score; the recency factor is already in them
+    if (recency := f"{row.breakdown.get('recency_factor', 1.0):.3f}") != "1.000":
+        terms.append(f"recency factor {recency} applied")
+    score = f"{row.score:.3f}" if row.score is not None else ""
+    fields = [
+        ("id", f"{row.memory_id} · {row.kind} · {where}"),
+        ("score", f"{score} ({', '.join(terms)})" if score and terms else score),
+        ("used", when(row.last_used_at, reader) if row.last_used_at else ""),
+    ]
+    return [clip(row.content, SHOWN_MEMORY_CHARS)] + [
+        f"  {label + ':':<9}{value}" for label, value in fields if value
+    ]
 
 
 def ghost_list(result: GhostList, reader: Reader = FOR_MODELS) -> str:

@@ -11,9 +11,17 @@ from datetime import UTC, datetime
 import pytest
 from ghostmem import render
 from ghostmem.cli import READER
-from ghostmem.models import ConversationList, MessageView, SearchHit, SearchResult, Thread
+from ghostmem.models import (
+    ConversationList,
+    GhostMemoryRow,
+    MessageView,
+    RememberResult,
+    SearchHit,
+    SearchResult,
+    Thread,
+)
 from ghostmem.text import visible
-from support.conversations import row
+from support.conversations import START, row
 
 
 @pytest.fixture
@@ -134,3 +142,37 @@ def test_every_control_character_is_neutralised() -> None:
         assert visible(char) == (char if char in "\n\t" else f"\\x{code:02x}"), hex(code)
     for char in bidi:
         assert unicodedata.category(char) == "Cf" and visible(char) == f"\\u{ord(char):04x}"
+
+
+def test_a_ghost_memory_for_a_person_is_labelled_and_shows_the_terms_that_count() -> None:
+    memory = GhostMemoryRow(
+        memory_id=7,
+        content="never force-push to main",
+        kind="rule",
+        scope="project",
+        project="webapp",
+        score=0.4321,
+        breakdown={
+            "activation": 0.0331,
+            "endorsement": 0.0,
+            "correction": -0.1,
+            "semantic": 0.499,
+            "recency_factor": 0.8,
+        },
+        last_used_at=START,
+    )
+    assert render.ghost_row(memory, READER).splitlines() == [
+        "never force-push to main",
+        "  id:      7 · rule · project:webapp",
+        "  score:   0.432 (activation +0.033, correction -0.100, semantic +0.499, recency factor 0.800 applied)",
+        f"  used:    {render.when(START, READER)}",
+    ]
+    # a model keeps the one-line header with every term
+    model = render.ghost_row(memory)
+    assert model.startswith("[memory_id 7 | rule | project:webapp score=0.432 | last used 2026-03-01 09:05]")
+    assert "endorsement=+0.000" in model and "recency_factor=+0.800" in model
+    fresh = memory.model_copy(update={"score": 0.1, "breakdown": {"scope_bonus": 0.1, "recency_factor": 1.0}})
+    assert (
+        "  score:   0.100 (scope bonus +0.100)"
+        in render.remember_result(RememberResult(memory=fresh, created=True), READER).splitlines()
+    )
