@@ -101,7 +101,9 @@ def test_answers_are_bounded() -> None:
 
 def test_thread_says_how_to_continue() -> None:
     msgs = [MessageView(seq=i, role="assistant", text=f"m{i}") for i in range(10, 12)]
-    text = render.thread(Thread(conversation=row(), messages=msgs, offset=10, total=30, next_offset=12))
+    text = render.thread(
+        Thread(conversation=row(msg_count=30), messages=msgs, offset=10, total=30, next_offset=12)
+    )
     lines = text.split("\n")
     assert lines[1] == "tier: personal · messages 10–11 of 30"
     assert lines[-1] == "… more messages: call again with offset=12"
