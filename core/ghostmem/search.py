@@ -80,6 +80,21 @@ HNSW_MAX_SCAN_TUPLES = 100000
 # migration 101 (measured at 100k messages, see docs/search.md "Small scopes: an exact scan"): search.use_exact_scan.
 EXACT_ROWS_PER_HNSW_ROW = 15
 SPEAKER_BONUS = 0.005
+# A question asking when (an English "when", "what year", "how long ago") is answered by a message that says when:
+# such messages (MENTIONS_TIME) get this bonus in the fusion, about half of what rank 1 of a leg adds (docs/search.md,
+# "Questions asking when").
+WHEN_BONUS = 0.0075
+ASKS_WHEN = re.compile(
+    r"\b(when|what (date|day|time|year|month|week)|which (year|month|day)|how long ago)\b", re.I
+)
+# PostgreSQL's regular expression (matched case-insensitively; `\m` / `\M` bound words) for words that place an
+# event in time.
+MENTIONS_TIME = (
+    r"\m(yesterday|today|tonight|tomorrow|ago|last|next|recently|earlier|later|weekend|"
+    r"(mon|tues|wednes|thurs|fri|satur|sun)days?|january|february|march|april|june|july|august|september|"
+    r"october|november|december|weeks?|months?|years?|\d{4})\M"
+)
+TIME_CHARS = 2000  # a message's first characters are where MENTIONS_TIME is looked for
 # A message only the vector leg found is returned when its cosine similarity to the query is at least this
 # (calibrated on the retrieval data sets, see docs/search.md): below it, MiniLM neighbours are padding.
 SIMILARITY_FLOOR = 0.2
@@ -327,7 +342,7 @@ vec AS (
 _FUSED_BOTH = """
 scored AS (
     SELECT coalesce(l.id, v.id) AS id, coalesce(l.tier, v.tier) AS tier, coalesce(l.conv_id, v.conv_id) AS conv_id,
-           (coalesce(1.0 / ({rrf_k} + l.rank), 0) + coalesce(%(vector_weight)s / ({rrf_k} + v.rank), 0){bonus})
+           (coalesce(1.0 / ({rrf_k} + l.rank), 0) + coalesce(%(vector_weight)s / ({rrf_k} + v.rank), 0){bonus}{when})
                / %(score_max)s AS score,
            l.rank AS lex_rank, l.score AS lex_score, l.cover AS lex_cover, v.rank AS vec_rank, v.dist AS vec_dist,
            l.id IS NOT NULL OR v.dist <= {max_dist} AS relevant
@@ -358,6 +373,12 @@ fused AS (
     WHERE keep
 )"""
 
+# A message that says when gets a small bonus when the query asks when (see WHEN_BONUS).
+_WHEN_BONUS_SQL = sql.SQL(
+    " + CASE WHEN EXISTS (SELECT 1 FROM ghostmem.messages x WHERE x.id = coalesce(l.id, v.id)"
+    " AND left(x.text, {time_chars}) ~* %(mentions_time)s) THEN {when_bonus} ELSE 0 END"
+)
+
 # A message written by a speaker the query names gets a small bonus in the fusion (about a third of what rank 1 of
 # a leg adds): "what did Ann say about X" is more often answered by Ann's messages than by those addressing her.
 _SPEAKER_BONUS_SQL = sql.SQL(
@@ -381,7 +402,8 @@ def _fused_messages(args: SearchPersonalMemoryArgs, plan: _Plan) -> sql.Composed
         legs += [scan, sql.SQL(_VECTOR_RANK)]
     if plan.lexical and plan.vector:
         bonus = _SPEAKER_BONUS_SQL.format(**plan.literals) if plan.params.get("speakers") else sql.SQL("")
-        legs.append(sql.SQL(_FUSED_BOTH).format(bonus=bonus, **plan.literals))
+        when = _WHEN_BONUS_SQL.format(**plan.literals) if plan.params.get("mentions_time") else sql.SQL("")
+        legs.append(sql.SQL(_FUSED_BOTH).format(bonus=bonus, when=when, **plan.literals))
     else:
         legs.append(sql.SQL(_FUSED_LEXICAL if plan.lexical else _FUSED_VECTOR).format(**plan.literals))
     legs.append(sql.SQL(_FLOORED))
@@ -545,6 +567,8 @@ def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int, floor: flo
         "rrf_k": RRF_K,
         "matches": MATCHES_PER_HIT,
         "speaker_bonus": SPEAKER_BONUS,
+        "when_bonus": WHEN_BONUS,
+        "time_chars": TIME_CHARS,
         "max_dist": 1.0 - floor,
     }
     literals: dict[str, sql.Composable] = {k: sql.Literal(v) for k, v in constants.items()}
@@ -596,6 +620,7 @@ def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int, floor: flo
         {**setting_params, **params, "names": _speaker_candidates(args.query)},
     )
     params["speakers"] = list(rows[0]["speakers"])
+    params["mentions_time"] = MENTIONS_TIME if ASKS_WHEN.search(args.query) else None
     params["projects"] = rows[0]["projects"]
     # The vector leg alone (mode=vector) fills the results by itself: it is as deep as under a narrow filter. A
     # store without counted messages (share NULL) counts as narrow too: its scan is short anyway.
@@ -615,7 +640,11 @@ def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int, floor: flo
     # The fusion's scores (they order the messages; `explain` shows a hit's) are divided by the best a message can
     # get (first in every leg that counts, and the speaker bonus): 1 = ranked first by words and by meaning. The
     # score a hit shows is its relevance instead (see relevance).
-    params["score_max"] = (1.0 + weight) / (RRF_K + 1) + (SPEAKER_BONUS if params["speakers"] else 0.0)
+    params["score_max"] = (
+        (1.0 + weight) / (RRF_K + 1)
+        + (SPEAKER_BONUS if params["speakers"] else 0.0)
+        + (WHEN_BONUS if params["mentions_time"] else 0.0)
+    )
     return _Plan(params=params, literals=literals, lexical=lexical, vector=vector, exact=exact)
 
 

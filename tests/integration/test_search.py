@@ -15,6 +15,7 @@ from ghostmem.embed import Embedder
 from ghostmem.ingest import runner
 from ghostmem.program import Program, Query, run_sync
 from ghostmem.search import (
+    ASKS_WHEN,
     SIMILARITY_FLOOR,
     list_recent_conversations,
     search_messages,
@@ -521,3 +522,30 @@ def test_enrich_gives_japanese_words_to_messages_stored_without_them(gm: GhostMe
     _assert_reading_words(gm)
     with gm.connection() as conn, runner.autocommit(conn):
         assert fill_morphemes(conn, gm.owner) == 0  # nothing left to fill
+
+
+def test_a_question_asking_when_prefers_a_message_that_says_when(gm: GhostMem, tmp_path: Path) -> None:
+    import_generic(
+        gm,
+        tmp_path / "when.jsonl",
+        [
+            conversation("plain", "Dance", 2, ["the dance competition: my team won", "congrats!"]),
+            conversation(
+                "dated",
+                "Dance again",
+                2,
+                ["the dance competition last Friday was long and loud: my team won", "wow"],
+            ),
+        ],
+    )
+    # without a question of time the shorter, closer message is first; asked when, the one that says when is
+    assert ids(gm.search_personal_memory("how did my team do at the dance competition"))[:2] == [
+        "plain",
+        "dated",
+    ]
+    assert ids(gm.search_personal_memory("when did my team win the dance competition"))[:2] == [
+        "dated",
+        "plain",
+    ]
+    assert ids(gm.search_personal_memory("which year did my team win the dance competition"))[0] == "dated"
+    assert not ASKS_WHEN.search("whenever the team dances") and ASKS_WHEN.search("How long ago did we meet?")
