@@ -383,3 +383,24 @@ def test_an_owners_word_fetches_read_only_its_own_entries(server_dsn: str, tmp_p
         assert results[("small",)] == results[("big", "small")] and len(results[("small",)]) == 5
         # the index entries read, as alone: not the big owner's 300 matches too
         assert scanned[("small",)] == scanned[("big", "small")], scanned
+
+
+def test_owners_named_alike_or_with_quotes_keep_their_own_words(pg_dsn: str, tmp_path: Path) -> None:
+    """An owner's name is hashed into its words' key: names with quotes, backslashes, colons or one another's
+    prefix neither break the index or the query nor reach one another's messages, in any mode."""
+    names = ["o'brien", "o'brien\\:x", "o'brien:", "ja:o"]
+    for i, name in enumerate(names):
+        with GhostMem(dsn=pg_dsn, owner=name, embedder=HashEmbedder()) as gm:
+            convs = [
+                conversation(f"c{i}", f"mine {i}", 1, [f"quarterly deploy ledger {i}", "マーラーの交響曲"])
+            ]
+            import_generic(gm, tmp_path / f"{i}.jsonl", convs)
+    for i, name in enumerate(names):
+        with GhostMem(dsn=pg_dsn, owner=name, embedder=HashEmbedder()) as gm:
+            for mode in ("lexical", "hybrid", "vector"):
+                for query in ("quarterly deploy ledger", "交響曲", "o'brien:x \\ ' :*"):
+                    rows = gm.search_personal_memory(query, mode=mode).data.rows
+                    assert {r.conv_id for r in rows} <= {f"c{i}"}, (name, mode, query)
+            assert [
+                r.conv_id for r in gm.search_personal_memory("quarterly ledger", mode="lexical").data.rows
+            ] == [f"c{i}"]
