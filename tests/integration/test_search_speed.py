@@ -267,7 +267,7 @@ def test_a_small_scope_is_read_through_its_index(
             for filters, index in (
                 ({}, "on message_vectors_owner_"),  # any of its indexes leads with (owner, tier)
                 ({"days": 7}, "message_vectors_owner_ts"),
-                ({"project": "tiny"}, "message_vectors_owner_project"),
+                ({"project": "tiny"}, "message_vectors_owner_project_ts"),
             ):
                 text, plan = _statement(gm, SearchPersonalMemoryArgs(query="tiny deploy", **filters))
                 vec_scan = plan.split("CTE vec_scan", 1)[1].split("\n  CTE ", 1)[0]
