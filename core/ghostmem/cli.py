@@ -229,8 +229,13 @@ def cmd_reembed(args: argparse.Namespace) -> int:
 @command("doctor")
 def cmd_doctor(args: argparse.Namespace) -> int:
     from ghostmem.doctor import diagnose, render_report
+    from ghostmem.progress import display
 
-    report = diagnose(Settings.from_env(dsn=args.dsn, owner=args.owner), check_model=not args.no_model)
+    # the checks print at the end; on a fresh home the model check prepares the model first (seconds): a person at
+    # a terminal sees what is going on meanwhile
+    what = "the server and the schema" if args.no_model else "the server, the schema and the embedding model"
+    with display(not args.json) as shown, shown.step(f"checking {what}"):
+        report = diagnose(Settings.from_env(dsn=args.dsn, owner=args.owner), check_model=not args.no_model)
     emit(args, render_report(report), report)
     return 0 if report["ok"] else 1
 

@@ -133,3 +133,19 @@ def test_embedding_progress_is_fed_call_by_call(pg_dsn: str, owner: str, tmp_pat
     # 1,200 distinct texts in two windows: a call per 128 of them (at least 8 full ones); the 600 repeats are
     # accounted for at the end of their window, where nothing is embedded for them
     assert EMBED_WINDOW < 1800 and sum(1 for n in calls if n == EMBED_CHUNK) >= 8, calls
+
+
+def test_doctor_shows_what_it_checks_on_a_terminal_only(pg_dsn: str, owner: str) -> None:
+    """doctor prints its report at the end (on a fresh home its model check first prepares the model): at a terminal
+    a step says what is being checked meanwhile, and stays as a line with its time; a pipe gets the report alone."""
+    run = ghostmem_on_terminal("doctor", env=_env(pg_dsn, owner))
+    assert run.returncode == 0, run.raw
+    lines = [line.strip() for line in run.lines if line.strip()]
+    assert re.fullmatch(r"checking the server, the schema and the embedding model… \d+\.\d s", lines[0]), (
+        lines
+    )
+    assert lines[1].startswith("[ok  ] server:") and lines[-1] == "all good"
+    piped = ghostmem("doctor", "--no-model", env=_env(pg_dsn, owner))
+    assert piped.returncode == 0 and piped.stderr == "" and piped.stdout.startswith("[ok  ] server:")
+    as_json = ghostmem_on_terminal("doctor", "--json", env=_env(pg_dsn, owner))
+    assert json.loads(as_json.raw)["ok"] is True  # the terminal gets the JSON alone
