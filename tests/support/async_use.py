@@ -10,7 +10,7 @@ import sys
 from psycopg.conninfo import conninfo_to_dict
 
 SCRIPT = """
-import asyncio, os, sys
+import asyncio, os, sys, time
 import psycopg
 from ghostmem import GhostMem, HashEmbedder
 from langchain_ghostmem import GhostMemToolkit
@@ -19,13 +19,17 @@ from llama_index_ghostmem import GhostMemToolSpec
 name, mode = os.environ["APP_NAME"], sys.argv[1]
 servers = [os.environ["ADMIN_DSN"], *filter(None, [os.environ.get("READ_ADMIN_DSN")])]
 
-def backends():
-    count = 0
-    for admin in servers:
-        with psycopg.connect(admin, autocommit=True) as conn:
-            query = "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s"
-            count += conn.execute(query, (name,)).fetchone()[0]
-    return count
+def backends():  # the connections left, once they settle (a closed one leaves pg_stat_activity shortly after)
+    deadline = time.monotonic() + 5
+    while True:
+        count = 0
+        for admin in servers:
+            with psycopg.connect(admin, autocommit=True) as conn:
+                query = "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s"
+                count += conn.execute(query, (name,)).fetchone()[0]
+        if count == 0 or time.monotonic() > deadline:
+            return count
+        time.sleep(0.05)
 
 gm = GhostMem(dsn=os.environ["DSN"], read_dsn=os.environ.get("READ_DSN"), owner="nobody", embedder=HashEmbedder())
 ops = ["search_ghost_memories", "search_personal_memory"]  # the ghost search runs on the primary, the other reads
@@ -46,20 +50,20 @@ if mode == "run-twice-then-close":
     asyncio.run(calls())
     asyncio.run(calls())  # a new loop: pools of its own, the first loop's closed on the way
     gm.close()
-    assert backends() == 0, backends()
+    left = backends(); assert left == 0, left
 elif mode == "aclose":
     async def main():
         await calls()
         await toolkit.aclose()  # the application's store: stays open
         await gm.aclose()
     asyncio.run(main())
-    assert backends() == 0, backends()
+    left = backends(); assert left == 0, left
 elif mode == "idle-loop-then-close":
     loop = asyncio.new_event_loop()
     loop.run_until_complete(calls())
     gm.close()  # the loop is idle, not closed: the pools close on it
     loop.close()
-    assert backends() == 0, backends()
+    left = backends(); assert left == 0, left
 elif mode == "closed-loop-then-close":
     loop = asyncio.new_event_loop()
     loop.run_until_complete(calls())
@@ -69,7 +73,7 @@ elif mode == "closed-loop-then-close":
     loop.run_until_complete(asyncio.sleep(0))
     loop.close()
     gm.close()
-    assert backends() == 0, backends()
+    left = backends(); assert left == 0, left
 elif mode == "never-closed":
     loop = asyncio.new_event_loop()
     loop.run_until_complete(calls())  # nothing closed: the exit closes it
