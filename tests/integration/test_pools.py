@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import tempfile
 import threading
+import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -225,6 +226,37 @@ async def test_calls_during_an_outage_fail_with_one_sentence_and_later_ones_succ
     assert (await tool.ainvoke(request)).status == "success"
     await tool.aclose()
     gm.close()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["sync", "async"])
+async def test_the_first_call_after_a_restart_does_not_wait_for_a_reconnect_schedule(
+    own_server: tuple[EmbeddedServer, str], owner: str, kind: str
+) -> None:
+    """The pool finds its connection dead while the server is down and fails to replace it; once the server is
+    back, the next call opens a connection at once. (psycopg_pool used to retry on a schedule of 1, 2, 4, 8 s and
+    open nothing else meanwhile: that call waited for the next try, about 3 s here, or timed out.)"""
+    server, dsn = own_server
+    gm = GhostMem(dsn=dsn, owner=owner, embedder=HashEmbedder(), pool_timeout=30)
+    agm = gm.aio
+
+    async def call() -> None:
+        if kind == "sync":
+            await asyncio.to_thread(gm.list_recent_conversations)
+        else:
+            await agm.list_recent_conversations()
+
+    await call()
+    pool = gm.pool if kind == "sync" else await agm.apool()
+    assert server.stop()
+    # the pool tries to replace its dead connection while the server is down
+    await (asyncio.to_thread(pool.check) if isinstance(pool, ConnectionPool) else pool.check())
+    await asyncio.sleep(3.3)  # past the second try of the old schedule (1 s, then 2 s later)
+    server.start()
+    started = time.monotonic()
+    await call()
+    assert time.monotonic() - started < 2, "the call waited for the pool's reconnect schedule"
+    await gm.aclose()
 
 
 @pytest.mark.parametrize("mode", ASYNC_USES)

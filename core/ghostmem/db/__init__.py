@@ -176,6 +176,14 @@ def pool_dsn(pool: ConnectionPool | AsyncConnectionPool) -> str:
     return psycopg.conninfo.make_conninfo(conninfo, **params)
 
 
+# How long a pool keeps retrying a connection that failed: not at all. psycopg_pool counts a connection it is
+# retrying (with a growing pause between tries) as one of its connections, and opens no other while it waits: a
+# call just after the server came back waited for the next scheduled try (up to seconds, measured 1.9-3.0 s with a
+# pool timeout of 10 s) or timed out. Given up at once, the connection is simply missing, and the next call that
+# needs one opens it then.
+_RECONNECT = 0.0
+
+
 def open_pool(dsn: str, settings: Settings, *, standby: bool = False) -> ConnectionPool:
     """A pool of ``settings``' sizes, open and holding its first connections. A ``standby``'s pool does not wait
     for them: a read that finds none in time goes to the primary (see :mod:`ghostmem.db.replica`)."""
@@ -184,7 +192,7 @@ def open_pool(dsn: str, settings: Settings, *, standby: bool = False) -> Connect
         min_size=settings.pool_min_size,
         max_size=settings.pool_max_size,
         timeout=settings.read_wait if standby else settings.pool_timeout,
-        reconnect_timeout=settings.pool_timeout,
+        reconnect_timeout=_RECONNECT,
         kwargs={"connect_timeout": 10},
         open=False,
         name="ghostmem-standby" if standby else "ghostmem",
@@ -207,7 +215,7 @@ async def open_async_pool(dsn: str, settings: Settings, *, standby: bool = False
         min_size=settings.pool_min_size,
         max_size=settings.pool_max_size,
         timeout=settings.read_wait if standby else settings.pool_timeout,
-        reconnect_timeout=settings.pool_timeout,
+        reconnect_timeout=_RECONNECT,
         kwargs={"connect_timeout": 10},
         open=False,
         name="ghostmem-async-standby" if standby else "ghostmem-async",
