@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import secrets
 from pathlib import Path
 
@@ -145,3 +146,33 @@ def test_a_huge_claude_code_file_is_stored_whole_from_its_chunks(
             "SELECT title FROM ghostmem.conversations WHERE owner = %s", (gm.owner,)
         ).fetchone()
     assert row is not None and row[0] == "Named"
+
+
+def test_words_too_long_for_the_owners_index_lose_no_conversation(gm: GhostMem, tmp_path: Path) -> None:
+    """The lexical index keys every lexeme by its owner (17 bytes more): a word of 2,030 to 2,046 bytes (a signed
+    URL, a hex dump) and a text of ~50,000 distinct CJK pairs each made that index refuse the whole conversation.
+    Both are stored and found by their other words, and a query holding such a word is answered, not refused."""
+    rng = random.Random(7)
+    word = "ж" * 1020  # 2,040 bytes, within a query's 2,000 characters
+    url = "https://bucket.example.com/" + secrets.token_hex(1010)
+    cjk = " ".join(
+        "".join(chr(0x4E00 + rng.randrange(3000)) for _ in range(20)) for _ in range(3000)
+    )  # 57,000 pairs in 3,000 runs; its keyed lexemes pass 1 MB
+    convs = [
+        {"conv_id": "word", "messages": [{"role": "user", "text": f"zebrafinch {word} marmot"}]},
+        {"conv_id": "url", "messages": [{"role": "user", "text": f"the walrus report lives at {url}"}]},
+        {"conv_id": "cjk", "messages": [{"role": "user", "text": f"narwhal {cjk}"}]},
+    ]
+    (tmp_path / "g.jsonl").write_text("".join(json.dumps(c) + "\n" for c in convs))
+    report = gm.import_paths([tmp_path], embed=False)
+    assert report.problems == [] and stored(gm) == {"word": 1, "url": 1, "cjk": 1}
+    found = {
+        query: [r.conv_id for r in gm.search_personal_memory(query, mode="lexical").data.rows]
+        for query in ("zebrafinch", "walrus", "narwhal", f"marmot {word}")
+    }
+    assert found == {
+        "zebrafinch": ["word"],
+        "walrus": ["url"],
+        "narwhal": ["cjk"],
+        f"marmot {word}": ["word"],
+    }

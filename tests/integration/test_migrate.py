@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -254,6 +256,18 @@ def test_a_landed_store_with_data_upgrades_to_the_current_schema(empty_dsn: str,
                 assert new_terms.keys() == old_terms.keys()
                 assert all(new_terms[k] == pytest.approx(old_terms[k], abs=1e-12) for k in old_terms)
 
+    with psycopg.connect(
+        empty_dsn
+    ) as conn:  # the compact copies of 101 hold every message's vector, no other
+        copies, vectors = (
+            set(conn.execute(q).fetchall())
+            for q in (
+                "SELECT owner, id, conv_id, ts, embedding::text FROM ghostmem.message_vectors",
+                "SELECT owner, id, conv_id, ts, embedding::halfvec::text FROM ghostmem.messages"
+                " WHERE embedding IS NOT NULL",
+            )
+        )
+    assert len(vectors) == 4 and copies == vectors
     # the upgraded store serves every surface as it did
     with GhostMem(dsn=empty_dsn, owner=owner, embedder=HashEmbedder(), current_project="alpha") as gm:
         assert [h.conv_id for h in gm.search_personal_memory("deploy staging cluster timeout").data.rows] == [
@@ -262,3 +276,125 @@ def test_a_landed_store_with_data_upgrades_to_the_current_schema(empty_dsn: str,
         assert ids[1] in {r.memory_id for r in gm.search_ghost_memories("deploy").data.rows}
         assert gm.give_feedback(ids[0], "endorse").data.memory.memory_id == ids[0]
         assert gm.remember("rotate the staging keys").data.created
+
+
+# -- the API's signatures and grants across 105 -----------------------------------------------------------------
+
+
+def _grants(conn: psycopg.Connection[Any]) -> dict[str, set[str]]:
+    """Function name of agent -> the roles that may execute it by a grant (PUBLIC included), whatever signature."""
+    grants: dict[str, set[str]] = {}
+    for name, grantee in conn.execute(
+        "SELECT p.proname::text, CASE a.grantee WHEN 0 THEN 'PUBLIC' ELSE a.grantee::regrole::text END"
+        "  FROM pg_proc p CROSS JOIN LATERAL aclexplode(coalesce(p.proacl, acldefault('f', p.proowner))) a"
+        " WHERE p.pronamespace = 'agent'::regnamespace AND a.privilege_type = 'EXECUTE'"
+        "   AND a.grantee <> p.proowner"
+    ):
+        grants.setdefault(name, set()).add(grantee)
+    return grants
+
+
+def test_105_drops_the_old_ghost_signatures_and_grants_the_new_ones_to_the_same_roles(empty_dsn: str) -> None:
+    """A store at 100 with a second runtime role installed: after the upgrade no function of the old signatures is
+    left in any schema (nobody can write a memory without its words), and each API function is executable by
+    exactly the roles that could execute it before, no more (PUBLIC never)."""
+    second = f"ghostmem_rt_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(empty_dsn, autocommit=True) as conn:
+        migrations.migrate(conn, 384, "hash", RUNTIME, upto=BEFORE_GHOST_WORDS)
+        conn.execute("SELECT agent.install_runtime_role(%s)", (second,))
+        old = [
+            r[0]
+            for r in conn.execute(
+                "SELECT p.oid::regprocedure::text FROM pg_proc p WHERE p.pronamespace = 'agent'::regnamespace"
+                " AND p.proname IN ('remember', 'remember_at', 'update_memory', 'update_memory_at',"
+                "  'search_ghost_ranked', 'search_ghost_ranked_at', 'rank_ghosts_at', 'rank_ghosts_explained',"
+                "  'query_legs', 'restore_memory')"
+            )
+        ]
+        before = _grants(conn)
+        try:
+            migrations.migrate(conn, 384, "hash", RUNTIME)
+            after = _grants(conn)
+            left = [
+                sig for sig in old if conn.execute("SELECT to_regprocedure(%s)", (sig,)).fetchone() != (None,)
+            ]
+            same_args = conn.execute(
+                "SELECT count(*) FROM pg_proc p WHERE p.oid::regprocedure::text LIKE ANY(%s)",
+                (["%." + sig.split(".", 1)[1] for sig in old],),
+            ).fetchone()
+        finally:
+            conn.execute("DROP OWNED BY " + second)
+            conn.execute("DROP ROLE " + second)
+    assert len(old) == 10 and left == [] and same_args == (0,)
+    assert before["remember"] == {RUNTIME, second} and "PUBLIC" not in set().union(*after.values())
+    assert after == before
+
+
+def test_an_upgrade_killed_in_the_middle_of_a_migration_resumes(empty_dsn: str) -> None:
+    """A store at 100 with data (a word of 2,040 bytes and a message of ~57,000 distinct CJK pairs among it, too
+    long for 102's owner-keyed words if they were keyed whole), upgraded by a process SIGKILLed while 101 is
+    running (it waits for the messages, which an administrator holds): nothing of 101 is left, and the next upgrade
+    applies every migration with the data kept, the compact vectors complete and the odd messages found."""
+    owner = f"killed-{uuid.uuid4().hex[:8]}"
+    rng = random.Random(7)
+    cjk = " ".join("".join(chr(0x4E00 + rng.randrange(3000)) for _ in range(20)) for _ in range(3000))
+    with psycopg.connect(empty_dsn, autocommit=True) as conn:
+        migrations.migrate(conn, 384, "hash", RUNTIME, upto=BEFORE_GHOST_WORDS)
+        _fill_a_landed_store(conn, owner)
+        conn.execute(
+            "INSERT INTO ghostmem.conversations (owner, tier, conv_id, platform, msg_count)"
+            " VALUES (%s, 'personal', 'odd', 'generic', 2)",
+            (owner,),
+        )
+        for seq, text in enumerate([f"zebrafinch {'ж' * 1020}", f"narwhal {cjk}"]):
+            conn.execute(
+                "INSERT INTO ghostmem.messages (owner, tier, conv_id, seq, native_id, role, text, platform,"
+                " content_hash) VALUES (%s, 'personal', 'odd', %s, %s, 'user', %s, 'generic',"
+                " sha256(convert_to(%s, 'UTF8')))",
+                (owner, seq, f"o{seq}", text, text),
+            )
+        counts = _counts(conn)
+    tag = f"ghostmem-killed-{uuid.uuid4().hex[:8]}"
+    info = {**psycopg.conninfo.conninfo_to_dict(empty_dsn), "application_name": tag}
+    with psycopg.connect(empty_dsn) as holder:
+        holder.execute("LOCK TABLE ghostmem.messages IN ACCESS EXCLUSIVE MODE")
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "ghostmem.cli",
+                "migrate",
+                "--dsn",
+                psycopg.conninfo.make_conninfo(**info),
+            ],
+            env={**os.environ, "GHOSTMEM_EMBED_MODEL": "hash"},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            with psycopg.connect(empty_dsn, autocommit=True) as watch:
+                for _ in range(600):  # until the migration waits for the lock, inside 101's transaction
+                    waiting = watch.execute(
+                        "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s"
+                        " AND wait_event_type = 'Lock' AND state = 'active'",
+                        (tag,),
+                    ).fetchone()
+                    if waiting == (1,):
+                        break
+                    time.sleep(0.1)
+                assert waiting == (1,)
+        finally:
+            proc.kill()
+            proc.wait(timeout=60)
+        holder.rollback()
+    with psycopg.connect(empty_dsn, autocommit=True) as conn:
+        applied = migrations.migrate(conn, 384, "hash", RUNTIME)  # waits for the killed one's lock to go
+        assert applied == [f"{m.version:03d}_{m.name}" for m in migrations.available() if m.version > 100]
+        assert _counts(conn) == counts
+        assert conn.execute(
+            "SELECT (SELECT count(*) FROM ghostmem.message_vectors),"
+            " (SELECT count(*) FROM ghostmem.messages WHERE embedding IS NOT NULL)"
+        ).fetchone() == (2, 2)
+    with GhostMem(dsn=empty_dsn, owner=owner, embedder=HashEmbedder()) as gm:
+        for word in ("zebrafinch", "narwhal"):
+            assert [r.conv_id for r in gm.search_personal_memory(word, mode="lexical").data.rows] == ["odd"]
