@@ -124,6 +124,41 @@ def test_owner_isolation(store: GhostMem, pg_dsn: str) -> None:
         assert ids(other.search_personal_memory("autovacuum")) == []
 
 
+def test_a_query_naming_another_owners_word_key_finds_none_of_its_messages(
+    store: GhostMem, pg_dsn: str
+) -> None:
+    """The lexical index keys each lexeme by its owner (migration 102): an attacker writes the victim's key into
+    the query (as it is, quoted, with tsquery syntax, across a zero-width joiner, a full-width colon and in full-width letters) and
+    searches in every mode; the victim's words under that key are really in the index, yet nothing of them comes
+    back, and the victim still finds them."""
+    with store.connection() as conn:
+        key = conn.execute("SELECT ghostmem.owner_key(%s)", (store.owner,)).fetchone()
+        assert key is not None
+        armed = conn.execute(  # the victim's posting list the crafted queries aim at
+            "SELECT count(*) FROM ghostmem.messages WHERE ghostmem.owner_words(owner, tsv) @@ ghostmem.lexeme_query(%s)",
+            (key[0] + "autovacuum",),
+        ).fetchone()
+    assert armed == (1,)
+    crafted = [
+        f"{key[0]}autovacuum",
+        f"'{key[0]}autovacuum'",
+        f"{key[0]}autovacuum:* | {key[0]}vacuum",
+        f"{key[0]}\u200dautovacuum",
+        f"{key[0][:-1]}\uff1aautovacuum",
+        f"{key[0].upper()}AUTOVACUUM",
+        f"autovacuum {key[0]}",
+        "".join(chr(ord(c) + 0xFEE0) for c in f"{key[0]}autovacuum" if c != ":"),
+    ]
+    with GhostMem(dsn=pg_dsn, owner=store.owner + "-attacker", embedder=store.embedder) as attacker:
+        found = {
+            (query, mode): ids(attacker.search_personal_memory(query, mode=mode))
+            for query in crafted
+            for mode in ("lexical", "hybrid", "vector")
+        }
+    assert all(v == [] for v in found.values()), found
+    assert ids(store.search_personal_memory(f"{key[0]}autovacuum", mode="lexical")) == ["pg"]
+
+
 def test_speaker_names_are_stripped_from_the_dense_query() -> None:
     assert strip_names("What did Caroline's sister say?", ["caroline"]) == "What did sister say?"
     assert strip_names("Caroline?", ["caroline"]) == "Caroline?"  # nothing would be left

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ghostmem import GhostMem, HashEmbedder, db, search
+from ghostmem import GhostMem, HashEmbedder, db, maintenance, search
 from ghostmem.args import SearchPersonalMemoryArgs
 from ghostmem.program import run_sync
 from ghostmem.search import search_messages, search_personal_memory, use_exact_scan
@@ -64,7 +64,7 @@ def own_dsn(server_dsn: str) -> Iterator[str]:
 def test_counts_and_compact_vectors_follow_every_write(own_dsn: str, tmp_path: Path) -> None:
     """The message counts (092) and the compact vectors (101) after imports (two owners, two tiers, the import
     embedding each message by an update), appends, a re-import, moves, a vector lost, forgetting (a cascade of
-    deletes) and TRUNCATE."""
+    deletes), clearing an owner (`ghostmem demo --remove`) and TRUNCATE."""
     with (
         GhostMem(dsn=own_dsn, owner="ann", embedder=HashEmbedder()) as ann,
         GhostMem(dsn=own_dsn, owner="bob", embedder=HashEmbedder()) as bob,
@@ -74,7 +74,7 @@ def test_counts_and_compact_vectors_follow_every_write(own_dsn: str, tmp_path: P
         import_generic(
             ann, tmp_path / "lib.jsonl", [conversation("lib", "manual", 1, ["a", "b"])], tier="library"
         )
-        import_generic(bob, tmp_path / "b.jsonl", [conversation("b0", "bob", 1, ["x", "y"])])
+        import_generic(bob, tmp_path / "b.jsonl", [conversation("b0", "bob", 1, ["hello bob", "y"])])
         # the same file again with one conversation grown: upserts count once, new messages are added
         first[0]["messages"].append(
             {"id": "c0-new", "role": "user", "text": "again", "ts": "2026-01-01T00:00:00Z"}
@@ -85,8 +85,8 @@ def test_counts_and_compact_vectors_follow_every_write(own_dsn: str, tmp_path: P
             assert kept == actual
             kept, actual = _vectors(conn)
             assert (
-                kept == actual and len(kept) == 11
-            )  # "hello i", "more", "again", "manual": short ones are not embedded
+                kept == actual and len(kept) == 12
+            )  # "hello i", "more", "again", "manual", "hello bob": short ones are not embedded
             assert _owner_totals(conn) == {
                 ("ann", "personal"): 16,
                 ("ann", "library"): 2,
@@ -105,13 +105,17 @@ def test_counts_and_compact_vectors_follow_every_write(own_dsn: str, tmp_path: P
                 " ELSE (SELECT embedding FROM ghostmem.messages WHERE native_id = 'c0-0') END WHERE conv_id = 'c4'"
             )
             kept, actual = _vectors(conn)
-            assert kept == actual and len(kept) == 11  # c4: "hello 4" lost its vector, "hi" got one
+            assert kept == actual and len(kept) == 12  # c4: "hello 4" lost its vector, "hi" got one
         ann.forget("c1")
         with ann.connection() as conn:
             kept, actual = _counts(conn)
             assert kept == actual and _owner_totals(conn)[("ann", "personal")] == 13
             kept, actual = _vectors(conn)
-            assert kept == actual and len(kept) == 9
+            assert kept == actual and len(kept) == 10
+            # `ghostmem demo --remove`: bob's copies go, ann's stay
+            assert maintenance.clear(conn, "bob") == ["b0"]
+            kept, actual = _vectors(conn)
+            assert kept == actual and len(kept) == 9 and {row[0] for row in kept} == {"ann"}
             conn.execute("TRUNCATE ghostmem.messages CASCADE")
             assert _counts(conn) == (set(), set())
             assert _vectors(conn) == (set(), set())
