@@ -156,10 +156,8 @@ def _add_field(parser: argparse.ArgumentParser, spec: OpSpec[Any, Any], name: st
 
 def _op_handler(spec: OpSpec[Any, Any]) -> Handler:
     def handler(args: argparse.Namespace) -> int:
-        fields = spec.args_model.model_fields
-        arguments = {k: v for k, v in vars(args).items() if k in fields}
         with store(args) as gm:
-            result = gm.run(spec.name, arguments)
+            result = gm.run(spec.name, args.arguments)
         emit(args, spec.render(result.data, READER), result.data.model_dump(mode="json"))
         return 0
 
@@ -306,8 +304,6 @@ def cmd_import(args: argparse.Namespace) -> int:
         if args.langgraph_checkpoints:
             return _import_checkpoints(args, gm)
         if args.langchain_table:
-            if not args.from_dsn:
-                raise GhostMemError("--langchain-table needs --from-dsn (the database holding the table)")
             report = gm.import_langchain_table(
                 args.from_dsn, args.langchain_table, tier=args.tier, embed=not args.no_embed,
                 progress=not (args.no_progress or args.json),
@@ -453,18 +449,13 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     import anyio
 
     from ghostmem.binding import Binding
-    from ghostmem.mcp import resolve_callers, serve_http, serve_stdio
+    from ghostmem.mcp import serve_http, serve_stdio
 
-    if (args.token is not None or args.tokens is not None) and not args.http:
-        raise GhostMemError(
-            "--token and --tokens protect --http; a stdio server is private to the process that started it"
-        )
     binding = Binding(
         store(args), current_project=args.project, strict=args.strict, allowed_scopes=args.allow_scope
     )
     if args.http:
-        callers = resolve_callers(args.token, args.tokens, binding.owner)
-        anyio.run(serve_http, binding, args.port, args.read_only, callers)
+        anyio.run(serve_http, binding, args.port, args.read_only, args.callers)
     else:
         anyio.run(serve_stdio, binding, args.read_only)
     return 0
@@ -742,8 +733,33 @@ def build_parser() -> argparse.ArgumentParser:
         p = sub.add_parser(spec.cli_name, parents=[common], help=spec.description.split(". ")[0])
         for name, info in spec.args_model.model_fields.items():
             _add_field(p, spec, name, info)
-        p.set_defaults(handler=_op_handler(spec))
+        p.set_defaults(handler=_op_handler(spec), op_spec=spec)
     return parser
+
+
+def check_usage(args: argparse.Namespace) -> None:
+    """Say what the command line alone shows to be wrong before anything is started or created (the embedded
+    server, its data directory, the model's export): an operation's arguments are validated by its args model here
+    (the handler runs the validated ones), and flags that need each other are checked."""
+    spec: OpSpec[Any, Any] | None = getattr(args, "op_spec", None)
+    if spec is not None:
+        fields = spec.args_model.model_fields
+        args.arguments = spec.parse({k: v for k, v in vars(args).items() if k in fields})
+    elif args.command == "import" and args.langchain_table and not args.from_dsn:
+        raise UsageError(
+            "--langchain-table needs --from-dsn (the database holding the table) (see `ghostmem import --help`)"
+        )
+    elif args.command == "mcp" and args.http:
+        from ghostmem.mcp import resolve_callers
+
+        # a token too short, or a tokens file that does not parse, is refused before the server starts
+        owner = Settings.from_env(dsn=args.dsn, owner=args.owner).owner
+        args.callers = resolve_callers(args.token, args.tokens, owner)
+    elif args.command == "mcp" and (args.token is not None or args.tokens is not None):
+        raise UsageError(
+            "--token and --tokens protect --http; a stdio server is private to the process that started it "
+            "(see `ghostmem mcp --help`)"
+        )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -765,6 +781,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if handler is None:  # pragma: no cover - argparse requires a command
         parser.error(f"unknown command {args.command}")
     try:
+        check_usage(args)
         start_server(args)
         return handler(args)
     except GhostMemError as exc:

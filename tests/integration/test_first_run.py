@@ -100,3 +100,43 @@ def test_the_command_that_starts_the_server_says_so_once_on_stderr(embedded_home
     assert _ghostmem(embedded_home, "db", "stop").returncode == 0
     started = _ghostmem(embedded_home, "db", "start")
     assert started.stdout.startswith("running (pid ") and started.stderr == ""
+
+
+# A command line that is wrong, and the sentence that says so: only argparse's own checks (an unknown flag, a value
+# of the wrong type) came before the server start; the rest were found after it had run initdb and started.
+WRONG = {
+    ("search", "why", "--limit", "0"): "invalid arguments for `ghostmem search`: --limit: ",
+    ("recent", "--days", "0"): "invalid arguments for `ghostmem recent`: --days: ",
+    ("show", ""): "invalid arguments for `ghostmem show`: conv_id: ",
+    ("ghosts", "deploy", "--limit", "999999"): "invalid arguments for `ghostmem ghosts`: --limit: ",
+    ("remember", "x" * 20_000): "invalid arguments for `ghostmem remember`: content: ",
+    ("import", "--langchain-table", "message_store"): "--langchain-table needs --from-dsn",
+    ("mcp", "--token", "a-token-of-enough-length"): "--token and --tokens protect --http",
+    ("mcp", "--http", "--token", "short"): "the MCP token must be at least 16 characters",
+    ("search", "why", "--limit", "abc"): "argument --limit: invalid int value: 'abc'",
+}
+
+
+def test_a_wrong_command_line_is_said_before_anything_is_started_or_created(embedded_home: Path) -> None:
+    """On a brand-new home a wrong value is one sentence, at once: no server is started, no data directory is
+    created and no model is exported for a command that cannot run (with the real model, whose export takes ~20 s;
+    the home does not even exist afterwards)."""
+    home = embedded_home / "new"
+    env = {k: v for k, v in os.environ.items() if k not in ("GHOSTMEM_DSN", "GHOSTMEM_EMBED_MODEL")}
+    env.update({"GHOSTMEM_HOME": str(home), "HF_HUB_OFFLINE": "1"})
+    for argv, said in WRONG.items():
+        for as_json in (False, True):
+            res = subprocess.run(
+                [sys.executable, "-m", "ghostmem.cli", *argv, *(["--json"] if as_json else [])],
+                capture_output=True,
+                text=True,
+                env=env,
+                timeout=120,
+            )
+            assert res.returncode == 2, (argv, res.stdout, res.stderr)
+            if as_json:
+                assert said in json.loads(res.stdout)["error"] and res.stderr == "", (argv, res.stderr)
+            else:
+                assert res.stderr.startswith(f"ghostmem: error: {said}"), (argv, res.stderr)
+                assert res.stdout == "" and len(res.stderr.splitlines()) == 1, (argv, res.stdout, res.stderr)
+            assert not home.exists(), (argv, sorted(p.name for p in home.rglob("*")))
