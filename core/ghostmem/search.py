@@ -69,7 +69,8 @@ WIDE_VECTOR_PER_HIT = 2  # ... and the vector leg gives this many per requested 
 WIDE_VECTOR_DEPTH_MIN = 20  # ... and at least this many
 HNSW_EF_SEARCH = 100  # candidates an HNSW search keeps (pgvector's default is 40)
 DF_CAP = 100  # document frequencies are counted up to this; rarer lexemes gather the lexical candidates
-MAX_QUERY_TERMS = 64  # a long query keeps its longest (most specific) lexemes
+# A long query keeps its longest (most specific) lexemes; at most 64, the bits of a bigint (the window ranking).
+MAX_QUERY_TERMS = 64
 N_CAP = 20_000  # the store size in the idf is counted up to this (a bigger store counts as this big)
 MAX_NAME_WORDS = 64  # speaker names are looked for among the query's first words
 BM25_K1 = 1.2
@@ -241,8 +242,11 @@ lex_n AS MATERIALIZED (
         WHERE c.owner = %(owner)s AND c.tier = ANY(%(tiers)s)
     ) ELSE {n_cap}::float8 END AS n
 ),
+-- Each query lexeme the store holds, with its idf and a bit of its own: the ranking below holds a message's or a
+-- window's query lexemes as the bits of a bigint (MAX_QUERY_TERMS is at most 64).
 lex_idf AS MATERIALIZED (
-    SELECT d.lexeme, d.df, ln(1 + (greatest(n.n, d.df) - d.df + 0.5) / (d.df + 0.5)) AS idf
+    SELECT d.lexeme, d.df, ln(1 + (greatest(n.n, d.df) - d.df + 0.5) / (d.df + 0.5)) AS idf,
+           1::bigint << (row_number() OVER (ORDER BY d.lexeme) - 1)::integer AS bit
     FROM (
         SELECT t.lexeme, greatest(count(h.id), (SELECT n_all FROM lex_enough)) AS df
         FROM lex_terms t LEFT JOIN lex_hits h ON h.lexeme = t.lexeme
@@ -268,48 +272,47 @@ lex_cand AS MATERIALIZED (
     JOIN ghostmem.messages m ON m.id = c.id
     WHERE NOT EXISTS (SELECT 1 FROM lex_all a WHERE a.id = c.id AND a.kept)
 ),
--- The query lexemes each candidate holds.
+-- The query lexemes each candidate holds (their bits).
 lex_own AS MATERIALIZED (
     SELECT c.tier, c.conv_id, c.seq, s.words
     FROM lex_cand c CROSS JOIN LATERAL (
-        SELECT array_agg(t.lexeme) AS words FROM lex_idf t WHERE c.words IS NULL OR t.lexeme = ANY(c.words)
+        SELECT bit_or(t.bit) AS words FROM lex_idf t WHERE c.words IS NULL OR t.lexeme = ANY(c.words)
     ) s
     WHERE s.words IS NOT NULL
 ),
 -- A message is ranked as the document of its window: itself and its neighbours in the thread (seq - 1, seq + 1).
 -- Each candidate lends its query lexemes to both neighbours; the 3 x depth windows holding the most idf are scored
 -- by BM25 over the window (its length the sum of its messages'). A one-message conversation is its own window.
+-- The lengths come from the narrow rows of ghostmem.message_lengths (migration 107), one index range a window.
 lex_win AS MATERIALIZED (
-    SELECT p.tier, p.conv_id, p.seq, array_agg(p.lexeme) AS words
+    SELECT w.tier, w.conv_id, w.seq, s.idf
     FROM (
-        SELECT DISTINCT o.tier, o.conv_id, o.seq + d.d AS seq, u.lexeme
-        FROM lex_own o CROSS JOIN (VALUES (-1), (0), (1)) AS d(d) CROSS JOIN unnest(o.words) AS u(lexeme)
-    ) p
-    JOIN lex_idf t ON t.lexeme = p.lexeme
-    GROUP BY p.tier, p.conv_id, p.seq
-    ORDER BY sum(t.idf) DESC, p.tier, p.conv_id, p.seq
+        SELECT o.tier, o.conv_id, o.seq + d.d AS seq, bit_or(o.words) AS words
+        FROM lex_own o CROSS JOIN (VALUES (-1), (0), (1)) AS d(d)
+        GROUP BY o.tier, o.conv_id, o.seq + d.d
+    ) w CROSS JOIN LATERAL (SELECT sum(t.idf) AS idf FROM lex_idf t WHERE w.words & t.bit <> 0) s
+    ORDER BY s.idf DESC, w.tier, w.conv_id, w.seq
     LIMIT 3 * {depth}
 ),
 lex_doc AS MATERIALIZED (
-    SELECT w.tier, w.conv_id, w.words, x.id, x.len
+    SELECT w.tier, w.conv_id, w.idf, x.id, x.len
     FROM lex_win w CROSS JOIN LATERAL (
-        SELECT max(m.id) FILTER (WHERE m.seq = w.seq AND {kept}) AS id, sum(length(m.tsv)) AS len
-        FROM ghostmem.messages m
+        SELECT max(m.id) FILTER (WHERE m.seq = w.seq AND {kept}) AS id, sum(m.lexemes) AS len
+        FROM ghostmem.message_lengths m
         WHERE m.owner = %(owner)s AND m.tier = w.tier AND m.conv_id = w.conv_id
-          AND m.seq BETWEEN w.seq - 1 AND w.seq + 1 AND m.tsv IS NOT NULL
+          AND m.seq BETWEEN w.seq - 1 AND w.seq + 1
     ) x
     WHERE x.id IS NOT NULL
 ),
 lex_avgdl AS MATERIALIZED (
     SELECT greatest(avg(len), 1)::float8 AS avgdl FROM lex_doc
 ),
+-- Term frequency is taken as 1, so a window's BM25 is the idf its lexemes sum to times its length's factor.
 lex AS (
-    SELECT d.id, d.tier, d.conv_id, s.score, s.cover, row_number() OVER (ORDER BY s.score DESC, d.id) AS rank
-    FROM lex_doc d CROSS JOIN lex_avgdl a CROSS JOIN LATERAL (
-        SELECT sum(t.idf * ({k1} + 1) / (1 + {k1} * (1 - {b} + {b} * d.len / a.avgdl))) AS score,
-               sum(t.idf) / (SELECT total FROM lex_total) AS cover
-        FROM lex_idf t WHERE t.lexeme = ANY(d.words)
-    ) s
+    SELECT d.id, d.tier, d.conv_id, s.score, d.idf / t.total AS cover,
+           row_number() OVER (ORDER BY s.score DESC, d.id) AS rank
+    FROM lex_doc d CROSS JOIN lex_avgdl a CROSS JOIN lex_total t
+    CROSS JOIN LATERAL (SELECT d.idf * ({k1} + 1) / (1 + {k1} * (1 - {b} + {b} * d.len / a.avgdl)) AS score) s
     ORDER BY s.score DESC, d.id
     LIMIT {depth}
 )"""

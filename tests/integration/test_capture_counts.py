@@ -12,6 +12,7 @@ from ghostmem.capture import append_messages
 from ghostmem.records import ConversationRecord, MessageRecord
 from ghostmem.store import save_conversation
 from psycopg import Connection
+from support.copies import word_counts
 
 
 def _msg(role: str, text: str, ts: datetime | None = None) -> MessageRecord:
@@ -88,6 +89,9 @@ def test_appended_counts_are_what_a_recount_gives(gm: GhostMem) -> None:
     assert _counts(gm, "bot-first")[0] == 4 and _counts(gm, "bot-first")[3] == "Why did step 2 fail?"
     assert _counts(gm, "system-first")[0] == 2 and _counts(gm, "system-first")[3] == ""
     assert _counts(gm, "user-first")[0] == 3 and _counts(gm, "user-first")[3] == "q1"
+    with gm.connection() as conn:  # each appended message with words has its word count (migration 107)
+        kept, actual = word_counts(conn)
+        assert kept == actual and sum(row[0] == gm.owner for row in kept) == 9
 
 
 def test_an_imported_append_without_times_fills_them_once_they_come(gm: GhostMem) -> None:

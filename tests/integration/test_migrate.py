@@ -22,6 +22,7 @@ from ghostmem import GhostMem, HashEmbedder
 from ghostmem.db import migrate as migrations
 from ghostmem.db import prepare
 from psycopg.rows import dict_row
+from support.copies import word_counts
 from support.databases import fresh_database
 
 RUNTIME = "ghostmem_runtime"
@@ -30,6 +31,7 @@ BEFORE_OWNER_KEYS = 99  # everything before 100_owner_keys, which puts the owner
 BEFORE_GHOST_WORDS = (
     100  # everything before 105_ghost_words, which gave the ghost functions the words argument
 )
+BEFORE_WORD_COUNTS = 106  # everything before 107_message_lengths, which copies each message's word count
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
@@ -268,6 +270,9 @@ def test_a_landed_store_with_data_upgrades_to_the_current_schema(empty_dsn: str,
             )
         )
     assert len(vectors) == 4 and copies == vectors
+    with psycopg.connect(empty_dsn) as conn:  # and the word counts of 107 every message's with words
+        kept, actual = word_counts(conn)
+        assert len(actual) == 4 and kept == actual
     # the upgraded store serves every surface as it did
     with GhostMem(dsn=empty_dsn, owner=owner, embedder=HashEmbedder(), current_project="alpha") as gm:
         assert [h.conv_id for h in gm.search_personal_memory("deploy staging cluster timeout").data.rows] == [
@@ -330,17 +335,20 @@ def test_105_drops_the_old_ghost_signatures_and_grants_the_new_ones_to_the_same_
     assert after == before
 
 
-def test_an_upgrade_killed_in_the_middle_of_a_migration_resumes(empty_dsn: str) -> None:
-    """A store at 100 with data (a word of 2,040 bytes and a message of ~57,000 distinct CJK pairs among it, too
-    long for 102's owner-keyed words if they were keyed whole), upgraded by a process SIGKILLed while 101 is
-    running (it waits for the messages, which an administrator holds): nothing of 101 is left, and the next upgrade
-    applies every migration with the data kept, the compact vectors complete and the odd messages found."""
+@pytest.mark.parametrize("start", [BEFORE_GHOST_WORDS, BEFORE_WORD_COUNTS])
+def test_an_upgrade_killed_in_the_middle_of_a_migration_resumes(empty_dsn: str, start: int) -> None:
+    """A store at 100 (or 106) with data (a word of 2,040 bytes and a message of ~57,000 distinct CJK pairs among
+    it, too long for 102's owner-keyed words if they were keyed whole), upgraded by a process SIGKILLed while 101
+    (or 107) is running (it waits for the messages, which an administrator holds): nothing of it is left, and the
+    next upgrade applies every migration with the data kept, the compact vectors and the word counts complete and
+    the odd messages found."""
     owner = f"killed-{uuid.uuid4().hex[:8]}"
     rng = random.Random(7)
     cjk = " ".join("".join(chr(0x4E00 + rng.randrange(3000)) for _ in range(20)) for _ in range(3000))
     with psycopg.connect(empty_dsn, autocommit=True) as conn:
-        migrations.migrate(conn, 384, "hash", RUNTIME, upto=BEFORE_GHOST_WORDS)
-        _fill_a_landed_store(conn, owner)
+        migrations.migrate(conn, 384, "hash", RUNTIME, upto=start)
+        if start < 105:  # its ghost memories are written through the functions of 050, which 105 re-signed
+            _fill_a_landed_store(conn, owner)
         conn.execute(
             "INSERT INTO ghostmem.conversations (owner, tier, conv_id, platform, msg_count)"
             " VALUES (%s, 'personal', 'odd', 'generic', 2)",
@@ -373,7 +381,8 @@ def test_an_upgrade_killed_in_the_middle_of_a_migration_resumes(empty_dsn: str) 
         )
         try:
             with psycopg.connect(empty_dsn, autocommit=True) as watch:
-                for _ in range(600):  # until the migration waits for the lock, inside 101's transaction
+                # until the migration waits for the lock, inside 101's (107's) transaction
+                for _ in range(600):
                     waiting = watch.execute(
                         "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s"
                         " AND wait_event_type = 'Lock' AND state = 'active'",
@@ -389,12 +398,15 @@ def test_an_upgrade_killed_in_the_middle_of_a_migration_resumes(empty_dsn: str) 
         holder.rollback()
     with psycopg.connect(empty_dsn, autocommit=True) as conn:
         applied = migrations.migrate(conn, 384, "hash", RUNTIME)  # waits for the killed one's lock to go
-        assert applied == [f"{m.version:03d}_{m.name}" for m in migrations.available() if m.version > 100]
+        assert applied == [f"{m.version:03d}_{m.name}" for m in migrations.available() if m.version > start]
         assert _counts(conn) == counts
+        vectors = 2 if start < 105 else 0
         assert conn.execute(
             "SELECT (SELECT count(*) FROM ghostmem.message_vectors),"
             " (SELECT count(*) FROM ghostmem.messages WHERE embedding IS NOT NULL)"
-        ).fetchone() == (2, 2)
+        ).fetchone() == (vectors, vectors)
+        kept, actual = word_counts(conn)
+        assert len(actual) == 2 + vectors and kept == actual
     with GhostMem(dsn=empty_dsn, owner=owner, embedder=HashEmbedder()) as gm:
         for word in ("zebrafinch", "narwhal"):
             assert [r.conv_id for r in gm.search_personal_memory(word, mode="lexical").data.rows] == ["odd"]

@@ -13,6 +13,7 @@ from ghostmem.items import ItemWrite, search_items, write_items
 from ghostmem.reembed import vector_columns
 from psycopg import sql
 from support.conversations import conversation, import_generic
+from support.copies import word_counts
 
 
 @pytest.fixture
@@ -79,6 +80,8 @@ def test_reembed_switches_dimension_and_keeps_everything_findable(
             " AND v.id = m.id AND v.embedding = m.embedding::halfvec"
         ).fetchone() == (4,)
         assert conn.execute("SELECT count(*) FROM ghostmem.message_vectors").fetchone() == (4,)
+        kept, actual = word_counts(conn)  # the word counts (107) are untouched by new vectors
+        assert len(actual) == 4 and kept == actual
         index = conn.execute("SELECT to_regclass('ghostmem.messages_embedding_hnsw') IS NOT NULL").fetchone()
         assert index == (True,)
 

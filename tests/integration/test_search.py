@@ -217,6 +217,21 @@ def test_a_one_message_conversation_is_ranked_by_plain_bm25(gm: GhostMem, tmp_pa
     assert rows[0]["lex_score"] > rows[1]["lex_score"]
 
 
+def test_a_query_of_the_most_words_credits_each_message_with_its_own(gm: GhostMem, tmp_path: Path) -> None:
+    """A query keeps up to MAX_QUERY_TERMS (64) lexemes, and the window ranking holds a message's query words as
+    the bits of a bigint: 64 messages, each holding one of the 64 words, are each found and credited with that
+    word alone (a word given another's bit would credit a message with two, or with none)."""
+    words = [f"{a}a{b}ox" for a in "bdfgkmpt" for b in "bdfgkmpt"]
+    assert len(words) == search.MAX_QUERY_TERMS == 64
+    import_generic(gm, tmp_path / "words.jsonl", [conversation(w, w, 1, [f"note on {w}"]) for w in words])
+    args = SearchPersonalMemoryArgs(query=" ".join(reversed(words)), mode="lexical")
+    with gm.connection() as conn:
+        rows = run_sync(search_messages(gm.context, args, 100), conn, gm.embedder)
+    assert sorted(r["conv_id"] for r in rows) == sorted(words)
+    assert all(r["lex_cover"] == pytest.approx(1 / 64) for r in rows), [r["lex_cover"] for r in rows]
+    assert len({round(r["lex_score"], 9) for r in rows}) == 1  # the same idf, the same length
+
+
 def _messages(gm: GhostMem, query: str, mode: str, **kw: Any) -> list[dict[str, Any]]:
     args = SearchPersonalMemoryArgs(query=query, mode=mode, **kw)
     with gm.connection() as conn:

@@ -13,6 +13,7 @@ from ghostmem.program import run_sync
 from ghostmem.search import search_messages, search_personal_memory, use_exact_scan
 from psycopg import Connection
 from support.conversations import conversation, import_generic
+from support.copies import word_counts
 from support.databases import fresh_database
 from support.statements import generic_plan, recording
 
@@ -61,10 +62,11 @@ def own_dsn(server_dsn: str) -> Iterator[str]:
         yield dsn
 
 
-def test_counts_and_compact_vectors_follow_every_write(own_dsn: str, tmp_path: Path) -> None:
-    """The message counts (092) and the compact vectors (101) after imports (two owners, two tiers, the import
-    embedding each message by an update), appends, a re-import, moves, a vector lost, forgetting (a cascade of
-    deletes), clearing an owner (`ghostmem demo --remove`) and TRUNCATE."""
+def test_counts_compact_vectors_and_word_counts_follow_every_write(own_dsn: str, tmp_path: Path) -> None:
+    """The message counts (092), the compact vectors (101) and the word counts (107) after imports (two owners, two
+    tiers, the import embedding each message by an update), appends, a re-import, moves, edits, a vector lost,
+    Japanese words added, forgetting (a cascade of deletes), clearing an owner (`ghostmem demo --remove`) and
+    TRUNCATE."""
     with (
         GhostMem(dsn=own_dsn, owner="ann", embedder=HashEmbedder()) as ann,
         GhostMem(dsn=own_dsn, owner="bob", embedder=HashEmbedder()) as bob,
@@ -92,6 +94,8 @@ def test_counts_and_compact_vectors_follow_every_write(own_dsn: str, tmp_path: P
                 ("ann", "library"): 2,
                 ("bob", "personal"): 2,
             }
+            kept, actual = word_counts(conn)
+            assert kept == actual and len(kept) == 20
             # a project moved (as an import does when a conversation's project changes) and a time corrected
             conn.execute(
                 "UPDATE ghostmem.messages SET project = 'moved' WHERE owner = 'ann' AND conv_id = 'c2'"
@@ -100,6 +104,29 @@ def test_counts_and_compact_vectors_follow_every_write(own_dsn: str, tmp_path: P
             conn.execute("UPDATE ghostmem.messages SET embedding = embedding")  # changes nothing counted
             kept, actual = _counts(conn)
             assert kept == actual
+            # edits: more words, words added by the Japanese analyser, a message that no longer has words (a tool
+            # output now) and one that gets them, a place changed
+            before = {r[1]: r[5] for r in word_counts(conn)[0]}
+            conn.execute(
+                "UPDATE ghostmem.messages SET text = 'many more words than before' WHERE native_id = 'c0-1'"
+            )
+            conn.execute(
+                "UPDATE ghostmem.messages SET morphemes = '{ja:会話,ja:移行}' WHERE native_id = 'c0-2'"
+            )
+            conn.execute("UPDATE ghostmem.messages SET role = 'tool' WHERE native_id = 'c2-0'")
+            conn.execute("UPDATE ghostmem.messages SET role = 'user', text = 'back' WHERE native_id = 'c2-0'")
+            conn.execute("UPDATE ghostmem.messages SET role = 'tool' WHERE native_id = 'c2-1'")
+            conn.execute("UPDATE ghostmem.messages SET seq = seq + 10 WHERE conv_id = 'c3'")
+            kept, actual = word_counts(conn)
+            assert kept == actual and len(kept) == 19
+            edited = dict(
+                conn.execute(
+                    "SELECT native_id, id FROM ghostmem.messages WHERE native_id IN ('c0-1', 'c0-2')"
+                ).fetchall()
+            )
+            after = {r[1]: r[5] for r in kept}
+            assert after[edited["c0-1"]] > before[edited["c0-1"]]
+            assert after[edited["c0-2"]] == before[edited["c0-2"]] + 2
             conn.execute(  # a vector lost, another changed
                 "UPDATE ghostmem.messages SET embedding = CASE WHEN seq = 0 THEN NULL"
                 " ELSE (SELECT embedding FROM ghostmem.messages WHERE native_id = 'c0-0') END WHERE conv_id = 'c4'"
@@ -112,13 +139,18 @@ def test_counts_and_compact_vectors_follow_every_write(own_dsn: str, tmp_path: P
             assert kept == actual and _owner_totals(conn)[("ann", "personal")] == 13
             kept, actual = _vectors(conn)
             assert kept == actual and len(kept) == 10
+            kept, actual = word_counts(conn)
+            assert kept == actual and len(kept) == 16
             # `ghostmem demo --remove`: bob's copies go, ann's stay
             assert maintenance.clear(conn, "bob") == ["b0"]
             kept, actual = _vectors(conn)
             assert kept == actual and len(kept) == 9 and {row[0] for row in kept} == {"ann"}
+            kept, actual = word_counts(conn)
+            assert kept == actual and len(kept) == 14 and {row[0] for row in kept} == {"ann"}
             conn.execute("TRUNCATE ghostmem.messages CASCADE")
             assert _counts(conn) == (set(), set())
             assert _vectors(conn) == (set(), set())
+            assert word_counts(conn) == (set(), set())
 
 
 def test_the_store_size_of_the_idf_is_read_from_the_counts(gm: GhostMem, tmp_path: Path) -> None:
@@ -214,6 +246,10 @@ def test_the_generic_plan_reads_through_the_indexes_beside_another_owner(
                         plan,
                     )
                     assert "Bitmap Index Scan on messages_owner_words" in plan, plan
+                    # the windows' lengths: a range of the narrow rows of 107, never the messages themselves
+                    lex_doc = plan.split("CTE lex_doc", 1)[1].split("\n  CTE ", 1)[0]
+                    assert "using message_lengths_place on message_lengths" in lex_doc, lex_doc
+                    assert "messages_conv_seq" not in plan, plan
 
 
 def test_the_vector_leg_reads_a_small_scope_whole() -> None:
