@@ -13,7 +13,9 @@ Search ranks *messages* with two legs and fuses them by reciprocal rank (``1 / (
   its query lexemes to both neighbours, and the window's BM25 counts its messages' length.
 * **vector**: pgvector HNSW over message embeddings, with iterative scans so that owner, tier, time, platform and
   project filters apply inside the scan and a narrow filter still yields its rows (:func:`vector_depth` says how
-  many). It does not count for a query in CJK scripts (:func:`vector_weight`: the default model reads English).
+  many); or, when that is cheaper (:func:`vector_scan`), every row of the search's scope read from compact
+  half-precision copies (migration 101), or ranked by their bits (migration 110) and the nearest ranked again. It
+  does not count for a query in CJK scripts (:func:`vector_weight`: the default model reads English).
 
 The statement's sizes and constants are literals and the search transaction asks for generic plans, so a
 connection plans it once (psycopg prepares it on its sixth run).
@@ -29,7 +31,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from psycopg import sql
 
@@ -77,9 +79,14 @@ BM25_K1 = 1.2
 BM25_B = 0.75
 MATCHES_PER_HIT = 3
 HNSW_MAX_SCAN_TUPLES = 100000
-# A row an HNSW scan passes over costs about as much as this many rows of an exact scan of the compact vectors of
-# migration 101 (measured at 100k messages, see docs/search.md "Small scopes: an exact scan"): search.use_exact_scan.
-EXACT_ROWS_PER_HNSW_ROW = 15
+# What the vector leg's three scans cost, in rows of an exact scan of the compact vectors of migration 101 (measured at
+# 100k and 1M messages, see docs/search.md "Small scopes: an exact scan" and "Scopes between: a quantized scan"):
+# search.vector_scan chooses the cheapest.
+EXACT_ROWS_PER_HNSW_ROW = 25  # a row an HNSW scan passes over
+QUANTIZED_ROW_COST = 0.45  # a row of a quantized scan (migration 110: its bits' Hamming distance) ...
+RERANK_ROW_COST = 3.5  # ... and each of its candidates, ranked again by the compact vector's distance
+QUANTIZED_CANDIDATES = 20  # candidates a quantized scan ranks again, per row it returns ...
+QUANTIZED_CANDIDATES_MAX = 1000  # ... and at most this many (a deep list's last ranks weigh little)
 SPEAKER_BONUS = 0.005
 # A question asking when (an English "when", "what year", "how long ago") is answered by a message that says when:
 # such messages (MENTIONS_TIME) get this bonus in the fusion, about half of what rank 1 of a leg adds (docs/search.md,
@@ -101,6 +108,8 @@ TIME_CHARS = 2000  # a message's first characters are where MENTIONS_TIME is loo
 SIMILARITY_FLOOR = 0.2
 # A cosine at least this counts as full evidence of meaning in a hit's shown score (see relevance).
 SIMILARITY_FULL = 0.6
+
+Scan = Literal["hnsw", "exact", "quantized"]
 
 _ROW_COLUMNS = sql.SQL(
     "c.conv_id, c.tier, c.platform, c.started_at, c.ended_at, c.title, c.project, c.topic, c.cluster, "
@@ -143,7 +152,7 @@ class _Plan:
     literals: dict[str, sql.Composable]
     lexical: bool
     vector: bool
-    exact: bool  # the vector leg reads its whole scope (use_exact_scan) instead of the HNSW index
+    scan: Scan  # how the vector leg reads (vector_scan)
 
 
 # A project is a case-insensitive substring of the message's project or of its conversation's title. An OR with a
@@ -196,7 +205,8 @@ def _message_filters(args: SearchPersonalMemoryArgs) -> sql.Composed:
 
 
 def _exact_filters(args: SearchPersonalMemoryArgs) -> sql.Composed:
-    """The same filters on ``m`` = ghostmem.message_vectors, for an exact scan (the project as a list)."""
+    """The same filters on ``m`` = ghostmem.message_vectors or ghostmem.message_bits, for an exact or quantized scan
+    (the project as a list)."""
     return sql.SQL(" AND ").join([_OWNER_FILTER, *_scope_filters(args, _LISTED_PROJECT_FILTER)])
 
 
@@ -326,13 +336,32 @@ vec_scan AS MATERIALIZED (
     LIMIT {vec_depth}
 )"""
 
-# A small scope (use_exact_scan) is read whole: its rows of the compact copies of migration 101 (the same
-# columns as `messages`, the vector as halfvec), in (owner, tier, ts) order, every distance computed and sorted.
+# A small scope (vector_scan) is read whole: its rows of the compact copies of migration 101 (the same columns as
+# `messages`, the vector as halfvec), every distance computed and sorted. The query vector is converted once (a
+# sub-select): in the generic plan a cast of the parameter is computed again for every row (a third of the scan).
 _EXACT_SCAN = """
 vec_scan AS MATERIALIZED (
-    SELECT m.id, m.tier, m.conv_id, m.embedding <=> %(qvec)s::vector::halfvec AS dist
+    SELECT m.id, m.tier, m.conv_id, m.embedding <=> (SELECT %(qvec)s::vector::halfvec) AS dist
     FROM ghostmem.message_vectors m
     WHERE {filters}
+    ORDER BY 4
+    LIMIT {vec_depth}
+)"""
+
+# A larger scope (vector_scan) is ranked by the Hamming distance of its quantized vectors (migration 110: one bit a
+# dimension, a narrow table), and its nearest `candidates` are ranked again by their compact vectors' distance
+# (one index scan of message_vectors' primary key for all of them), so the rows come back in the order of the
+# exact scan's distances; quantized_candidates are enough to find nearly all of the exact scan's rows.
+_QUANTIZED_SCAN = """
+vec_scan AS MATERIALIZED (
+    SELECT v.id, v.tier, v.conv_id, v.embedding <=> (SELECT %(qvec)s::vector::halfvec) AS dist
+    FROM ghostmem.message_vectors v
+    WHERE v.owner = %(owner)s AND v.id = ANY(ARRAY(
+        SELECT m.id FROM ghostmem.message_bits m
+        WHERE {filters}
+        ORDER BY m.bits <~> (SELECT binary_quantize(%(qvec)s::vector))
+        LIMIT {candidates}
+    ))
     ORDER BY 4
     LIMIT {vec_depth}
 )"""
@@ -397,11 +426,11 @@ def _fused_messages(args: SearchPersonalMemoryArgs, plan: _Plan) -> sql.Composed
     if plan.lexical:
         legs.append(sql.SQL(_LEXICAL_LEG).format(owner=_OWNER_CHECK, kept=_kept(args), **plan.literals))
     if plan.vector:
-        scan = (
-            sql.SQL(_EXACT_SCAN).format(filters=_exact_filters(args), **plan.literals)
-            if plan.exact
-            else sql.SQL(_HNSW_SCAN).format(filters=_message_filters(args), **plan.literals)
-        )
+        if plan.scan == "hnsw":
+            scan = sql.SQL(_HNSW_SCAN).format(filters=_message_filters(args), **plan.literals)
+        else:
+            shape = _EXACT_SCAN if plan.scan == "exact" else _QUANTIZED_SCAN
+            scan = sql.SQL(shape).format(filters=_exact_filters(args), **plan.literals)
         legs += [scan, sql.SQL(_VECTOR_RANK)]
     if plan.lexical and plan.vector:
         bonus = _SPEAKER_BONUS_SQL.format(**plan.literals) if plan.params.get("speakers") else sql.SQL("")
@@ -525,21 +554,35 @@ _PROJECTS = sql.SQL(
 ).format(owner=_COUNTED)
 
 
-def use_exact_scan(
-    scope_rows: int, kept_rows: float, table_rows: float, vec_depth: int, ef_search: int
-) -> bool:
-    """Whether the vector leg reads every row of its scope (``scope_rows``, see :func:`_scope_rows`) from the
-    compact copies of migration 101 instead of the HNSW index that every owner's messages share.
+def quantized_candidates(vec_depth: int) -> int:
+    """How many rows of its scope a quantized scan ranks again by their compact vectors' distance: at 100k
+    messages, 20 per returned row kept 0.99–0.998 of the exact scan's nearest rows, 10 per row 0.98–0.99, 4 per
+    row 0.89–0.94 (docs/search.md, "Scopes between: a quantized scan")."""
+    return min(QUANTIZED_CANDIDATES * vec_depth, QUANTIZED_CANDIDATES_MAX)
+
+
+def vector_scan(scope_rows: int, kept_rows: float, table_rows: float, vec_depth: int, ef_search: int) -> Scan:
+    """How the vector leg reads: the cheapest of an HNSW scan of the index that every owner's messages share, an
+    exact scan of its scope's compact vectors (migration 101) and a quantized scan of the scope (migration 110),
+    each cost counted in rows of an exact scan (``scope_rows``, see :func:`_scope_rows`).
 
     An HNSW scan passes over at least ``ef_search`` rows, and under a filter about ``vec_depth × table_rows /
-    kept_rows`` to find ``vec_depth`` that the filters keep (the owner's and the filters' share of the index);
-    each costs about as much as :data:`EXACT_ROWS_PER_HNSW_ROW` rows of an exact scan. So a small owner beside
-    large ones, a short time window or a small project is read whole, while a wide scope walks the index.
-    ``kept_rows`` of 0 (nothing passes, as far as the counts know) reads the scope: the HNSW scan would run to its
-    tuple cap.
+    kept_rows`` to find ``vec_depth`` that the filters keep (the owner's and the filters' share of the index); each
+    costs about as much as :data:`EXACT_ROWS_PER_HNSW_ROW` rows of an exact scan. A quantized scan reads every row
+    of the scope at :data:`QUANTIZED_ROW_COST` and ranks its :func:`quantized_candidates` again at
+    :data:`RERANK_ROW_COST` each. So a short time window or a small project is read whole, a project of a
+    million-message store or a small owner beside large ones is read quantized, and a wide scope walks the index.
+    ``kept_rows`` of 0 (nothing passes, as far as the counts know) never walks the index: it would run to its tuple
+    cap.
     """
     passed_over = max(ef_search, vec_depth * max(table_rows, kept_rows, 1.0) / max(kept_rows, 1.0))
-    return scope_rows <= EXACT_ROWS_PER_HNSW_ROW * passed_over
+    candidates = min(scope_rows, quantized_candidates(vec_depth))
+    costs: dict[Scan, float] = {
+        "exact": scope_rows,
+        "quantized": QUANTIZED_ROW_COST * scope_rows + RERANK_ROW_COST * candidates,
+        "hnsw": EXACT_ROWS_PER_HNSW_ROW * passed_over,
+    }
+    return min(costs, key=lambda scan: costs[scan])
 
 
 def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int, floor: float) -> Program[_Plan]:
@@ -598,7 +641,7 @@ def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int, floor: flo
     }
     if not vector:
         yield Query(sql.SQL("SELECT ") + settings, setting_params)
-        return _Plan(params=params, literals=literals, lexical=lexical, vector=vector, exact=False)
+        return _Plan(params=params, literals=literals, lexical=lexical, vector=vector, scan="hnsw")
     # Speaker names the query mentions and how narrow its filters are (looked up in the same round trip).
     rows = yield Query(
         sql.SQL(
@@ -630,7 +673,8 @@ def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int, floor: flo
     share = float(rows[0]["share"] or 0.0)
     vec_depth = vector_depth(args.limit, depth, (share if lexical else 0.0) if filtered else None)
     literals["vec_depth"] = sql.Literal(vec_depth)
-    exact = use_exact_scan(
+    literals["candidates"] = sql.Literal(quantized_candidates(vec_depth))
+    scan = vector_scan(
         int(rows[0]["scope_rows"]),
         share * float(rows[0]["owner_rows"]),
         float(rows[0]["table_rows"]),
@@ -648,7 +692,7 @@ def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int, floor: flo
         + (SPEAKER_BONUS if params["speakers"] else 0.0)
         + (WHEN_BONUS if params["mentions_time"] else 0.0)
     )
-    return _Plan(params=params, literals=literals, lexical=lexical, vector=vector, exact=exact)
+    return _Plan(params=params, literals=literals, lexical=lexical, vector=vector, scan=scan)
 
 
 def search_messages(

@@ -22,7 +22,7 @@ from ghostmem import GhostMem, HashEmbedder
 from ghostmem.db import migrate as migrations
 from ghostmem.db import prepare
 from psycopg.rows import dict_row
-from support.copies import word_counts
+from support.copies import vector_bits, word_counts
 from support.databases import fresh_database
 
 RUNTIME = "ghostmem_runtime"
@@ -32,6 +32,7 @@ BEFORE_GHOST_WORDS = (
     100  # everything before 105_ghost_words, which gave the ghost functions the words argument
 )
 BEFORE_WORD_COUNTS = 106  # everything before 107_message_lengths, which copies each message's word count
+BEFORE_MESSAGE_BITS = 109  # everything before 110_message_bits, which quantizes the compact vectors
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
@@ -121,9 +122,8 @@ def _vec(text: str) -> str:
     return str(HashEmbedder().embed_query(text))
 
 
-def _fill_a_landed_store(conn: psycopg.Connection[Any], owner: str) -> list[int]:
-    """What a store at 050 holds: a conversation with messages, ghost memories with feedback and activations,
-    written through the SQL of that version only (today's Python may need later migrations)."""
+def _fill_a_conversation(conn: psycopg.Connection[Any], owner: str) -> None:
+    """A conversation of two messages with their vectors, written through the SQL of 050 (valid since)."""
     conn.execute(
         "INSERT INTO ghostmem.conversations (owner, tier, conv_id, platform, title, started_at, ended_at, msg_count)"
         " VALUES (%s, 'personal', 'conv-1', 'claude_code', 'fixing the flaky deploy', %s, %s, 2)",
@@ -138,6 +138,12 @@ def _fill_a_landed_store(conn: psycopg.Connection[Any], owner: str) -> list[int]
             " sha256(convert_to(%s, 'UTF8')), %s::vector)",
             (owner, seq, f"m{seq}", role, text, T0 + timedelta(minutes=seq), text, _vec(text)),
         )
+
+
+def _fill_a_landed_store(conn: psycopg.Connection[Any], owner: str) -> list[int]:
+    """What a store at 050 holds: a conversation with messages, ghost memories with feedback and activations,
+    written through the SQL of that version only (today's Python may need later migrations)."""
+    _fill_a_conversation(conn, owner)
     ids = []
     for i, (content, scope, project, allowlist) in enumerate(
         [
@@ -273,6 +279,8 @@ def test_a_landed_store_with_data_upgrades_to_the_current_schema(empty_dsn: str,
     with psycopg.connect(empty_dsn) as conn:  # and the word counts of 107 every message's with words
         kept, actual = word_counts(conn)
         assert len(actual) == 4 and kept == actual
+        kept, actual = vector_bits(conn)  # and the bits of 110, one a dimension of each compact vector
+        assert len(actual) == 4 and kept == actual
     # the upgraded store serves every surface as it did
     with GhostMem(dsn=empty_dsn, owner=owner, embedder=HashEmbedder(), current_project="alpha") as gm:
         assert [h.conv_id for h in gm.search_personal_memory("deploy staging cluster timeout").data.rows] == [
@@ -335,13 +343,22 @@ def test_105_drops_the_old_ghost_signatures_and_grants_the_new_ones_to_the_same_
     assert after == before
 
 
-@pytest.mark.parametrize("start", [BEFORE_GHOST_WORDS, BEFORE_WORD_COUNTS])
-def test_an_upgrade_killed_in_the_middle_of_a_migration_resumes(empty_dsn: str, start: int) -> None:
-    """A store at 100 (or 106) with data (a word of 2,040 bytes and a message of ~57,000 distinct CJK pairs among
-    it, too long for 102's owner-keyed words if they were keyed whole), upgraded by a process SIGKILLed while 101
-    (or 107) is running (it waits for the messages, which an administrator holds): nothing of it is left, and the
-    next upgrade applies every migration with the data kept, the compact vectors and the word counts complete and
-    the odd messages found."""
+@pytest.mark.parametrize(
+    ("start", "held"),
+    [
+        (BEFORE_GHOST_WORDS, "ghostmem.messages"),
+        (BEFORE_WORD_COUNTS, "ghostmem.messages"),
+        (BEFORE_MESSAGE_BITS, "ghostmem.message_vectors"),
+    ],
+)
+def test_an_upgrade_killed_in_the_middle_of_a_migration_resumes(
+    empty_dsn: str, start: int, held: str
+) -> None:
+    """A store at 100 (or 106, or 109) with data (a word of 2,040 bytes and a message of ~57,000 distinct CJK pairs
+    among it, too long for 102's owner-keyed words if they were keyed whole), upgraded by a process SIGKILLed while
+    101 (or 107, or 110) is running (it waits for the table it copies, which an administrator holds): nothing of it
+    is left, and the next upgrade applies every migration with the data kept, the compact vectors, their bits and
+    the word counts complete and the odd messages found."""
     owner = f"killed-{uuid.uuid4().hex[:8]}"
     rng = random.Random(7)
     cjk = " ".join("".join(chr(0x4E00 + rng.randrange(3000)) for _ in range(20)) for _ in range(3000))
@@ -349,6 +366,8 @@ def test_an_upgrade_killed_in_the_middle_of_a_migration_resumes(empty_dsn: str, 
         migrations.migrate(conn, 384, "hash", RUNTIME, upto=start)
         if start < 105:  # its ghost memories are written through the functions of 050, which 105 re-signed
             _fill_a_landed_store(conn, owner)
+        else:
+            _fill_a_conversation(conn, owner)
         conn.execute(
             "INSERT INTO ghostmem.conversations (owner, tier, conv_id, platform, msg_count)"
             " VALUES (%s, 'personal', 'odd', 'generic', 2)",
@@ -365,7 +384,7 @@ def test_an_upgrade_killed_in_the_middle_of_a_migration_resumes(empty_dsn: str, 
     tag = f"ghostmem-killed-{uuid.uuid4().hex[:8]}"
     info = {**psycopg.conninfo.conninfo_to_dict(empty_dsn), "application_name": tag}
     with psycopg.connect(empty_dsn) as holder:
-        holder.execute("LOCK TABLE ghostmem.messages IN ACCESS EXCLUSIVE MODE")
+        holder.execute(f"LOCK TABLE {held} IN ACCESS EXCLUSIVE MODE")
         proc = subprocess.Popen(
             [
                 sys.executable,
@@ -381,7 +400,7 @@ def test_an_upgrade_killed_in_the_middle_of_a_migration_resumes(empty_dsn: str, 
         )
         try:
             with psycopg.connect(empty_dsn, autocommit=True) as watch:
-                # until the migration waits for the lock, inside 101's (107's) transaction
+                # until the migration waits for the lock, inside 101's (107's, 110's) transaction
                 for _ in range(600):
                     waiting = watch.execute(
                         "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s"
@@ -400,13 +419,14 @@ def test_an_upgrade_killed_in_the_middle_of_a_migration_resumes(empty_dsn: str, 
         applied = migrations.migrate(conn, 384, "hash", RUNTIME)  # waits for the killed one's lock to go
         assert applied == [f"{m.version:03d}_{m.name}" for m in migrations.available() if m.version > start]
         assert _counts(conn) == counts
-        vectors = 2 if start < 105 else 0
         assert conn.execute(
             "SELECT (SELECT count(*) FROM ghostmem.message_vectors),"
             " (SELECT count(*) FROM ghostmem.messages WHERE embedding IS NOT NULL)"
-        ).fetchone() == (vectors, vectors)
+        ).fetchone() == (2, 2)
+        kept, actual = vector_bits(conn)
+        assert len(actual) == 2 and kept == actual
         kept, actual = word_counts(conn)
-        assert len(actual) == 2 + vectors and kept == actual
+        assert len(actual) == 4 and kept == actual
     with GhostMem(dsn=empty_dsn, owner=owner, embedder=HashEmbedder()) as gm:
         for word in ("zebrafinch", "narwhal"):
             assert [r.conv_id for r in gm.search_personal_memory(word, mode="lexical").data.rows] == ["odd"]

@@ -13,7 +13,7 @@ from ghostmem.items import ItemWrite, search_items, write_items
 from ghostmem.reembed import vector_columns
 from psycopg import sql
 from support.conversations import conversation, import_generic
-from support.copies import word_counts
+from support.copies import vector_bits, word_counts
 
 
 @pytest.fixture
@@ -82,6 +82,8 @@ def test_reembed_switches_dimension_and_keeps_everything_findable(
         assert conn.execute("SELECT count(*) FROM ghostmem.message_vectors").fetchone() == (4,)
         kept, actual = word_counts(conn)  # the word counts (107) are untouched by new vectors
         assert len(actual) == 4 and kept == actual
+        kept, actual = vector_bits(conn)  # and their bits (110), one a dimension of the new model's
+        assert len(actual) == 4 and kept == actual and {len(row[-1]) for row in kept} == {64}
         index = conn.execute("SELECT to_regclass('ghostmem.messages_embedding_hnsw') IS NOT NULL").fetchone()
         assert index == (True,)
 

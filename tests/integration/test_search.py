@@ -284,8 +284,8 @@ def test_narrow_filter_still_fills_the_limit(
     gm: GhostMem, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Few rows pass the filter: the HNSW scan must keep going (iterative scan) instead of stopping at ef_search.
-    (A store this small has its scope read whole, test_search_speed: the exact scan is turned off here.)"""
-    monkeypatch.setattr(search, "EXACT_ROWS_PER_HNSW_ROW", 0)
+    (A store this small has its scope read whole, test_search_speed: the HNSW scan is chosen here.)"""
+    monkeypatch.setattr(search, "vector_scan", lambda *_: "hnsw")
     _bulk(gm, tmp_path, n_big=300, n_small=8)
     args = SearchPersonalMemoryArgs(query="deploy of tiny", project="tiny", limit=5, mode="vector")
     result, plans = _run_forced(gm, search_personal_memory(gm.context, args), "enable_sort")
@@ -312,8 +312,8 @@ def own_database_gm(server_dsn: str, owner: str) -> Iterator[GhostMem]:
 def test_plans_use_the_indexes(
     own_database_gm: GhostMem, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The plans of a large store (where the scope is not read whole, test_search_speed)."""
-    monkeypatch.setattr(search, "EXACT_ROWS_PER_HNSW_ROW", 0)
+    """The plans of a large store (where the vector leg walks HNSW, test_search_speed)."""
+    monkeypatch.setattr(search, "vector_scan", lambda *_: "hnsw")
     gm = own_database_gm
     _bulk(gm, tmp_path, n_big=100, n_small=2)
     with gm.connection() as conn:

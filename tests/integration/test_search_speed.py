@@ -10,10 +10,11 @@ import pytest
 from ghostmem import GhostMem, HashEmbedder, db, maintenance, search
 from ghostmem.args import SearchPersonalMemoryArgs
 from ghostmem.program import run_sync
-from ghostmem.search import search_messages, search_personal_memory, use_exact_scan
+from ghostmem.records import MessageRecord
+from ghostmem.search import search_messages, search_personal_memory, vector_scan
 from psycopg import Connection
 from support.conversations import conversation, import_generic
-from support.copies import word_counts
+from support.copies import vector_bits, word_counts
 from support.databases import fresh_database
 from support.statements import generic_plan, recording
 
@@ -63,10 +64,10 @@ def own_dsn(server_dsn: str) -> Iterator[str]:
 
 
 def test_counts_compact_vectors_and_word_counts_follow_every_write(own_dsn: str, tmp_path: Path) -> None:
-    """The message counts (092), the compact vectors (101) and the word counts (107) after imports (two owners, two
-    tiers, the import embedding each message by an update), appends, a re-import, moves, edits, a vector lost,
-    Japanese words added, forgetting (a cascade of deletes), clearing an owner (`ghostmem demo --remove`) and
-    TRUNCATE."""
+    """The message counts (092), the compact vectors (101) with their bits (110) and the word counts (107) after
+    imports (two owners, two tiers, the import embedding each message by an update), appends, a re-import, a live
+    capture, moves, edits, a vector lost, Japanese words added, forgetting (a cascade of deletes), clearing an owner
+    (`ghostmem demo --remove`) and TRUNCATE."""
     with (
         GhostMem(dsn=own_dsn, owner="ann", embedder=HashEmbedder()) as ann,
         GhostMem(dsn=own_dsn, owner="bob", embedder=HashEmbedder()) as bob,
@@ -89,6 +90,27 @@ def test_counts_compact_vectors_and_word_counts_follow_every_write(own_dsn: str,
             assert (
                 kept == actual and len(kept) == 12
             )  # "hello i", "more", "again", "manual", "hello bob": short ones are not embedded
+            kept, actual = vector_bits(conn)
+            assert kept == actual and len(kept) == 12
+        # a live conversation captured turn by turn (each append embeds its own messages)
+        for turn in range(2):
+            ann.capture_append(
+                "live",
+                [
+                    MessageRecord(native_id="", role="user", text=f"live question {turn} on deploys"),
+                    MessageRecord(native_id="", role="assistant", text=f"live answer {turn}"),
+                ],
+                platform="langchain",
+            )
+        with ann.connection() as conn:
+            kept, actual = _vectors(conn)
+            assert kept == actual and len(kept) == 16
+            kept, actual = vector_bits(conn)
+            assert kept == actual and len(kept) == 16
+            conn.execute("DELETE FROM ghostmem.conversations WHERE owner = 'ann' AND conv_id = 'live'")
+            conn.execute("DELETE FROM ghostmem.messages WHERE owner = 'ann' AND conv_id = 'live'")
+            kept, actual = vector_bits(conn)
+            assert kept == actual and len(kept) == 12
             assert _owner_totals(conn) == {
                 ("ann", "personal"): 16,
                 ("ann", "library"): 2,
@@ -133,6 +155,13 @@ def test_counts_compact_vectors_and_word_counts_follow_every_write(own_dsn: str,
             )
             kept, actual = _vectors(conn)
             assert kept == actual and len(kept) == 12  # c4: "hello 4" lost its vector, "hi" got one
+            kept, actual = vector_bits(conn)
+            assert kept == actual and len(kept) == 12
+            moved = conn.execute(  # the project moved and the time corrected above, in the quantized copies too
+                "SELECT count(*) FILTER (WHERE project = 'moved'), count(*) FILTER (WHERE ts < now() - interval"
+                " '300 days') FROM ghostmem.message_bits WHERE conv_id IN ('c2', 'c3')"
+            ).fetchone()
+            assert moved is not None and moved[0] > 0 and moved[1] > 0
         ann.forget("c1")
         with ann.connection() as conn:
             kept, actual = _counts(conn)
@@ -141,16 +170,21 @@ def test_counts_compact_vectors_and_word_counts_follow_every_write(own_dsn: str,
             assert kept == actual and len(kept) == 10
             kept, actual = word_counts(conn)
             assert kept == actual and len(kept) == 16
+            kept, actual = vector_bits(conn)
+            assert kept == actual and len(kept) == 10
             # `ghostmem demo --remove`: bob's copies go, ann's stay
             assert maintenance.clear(conn, "bob") == ["b0"]
             kept, actual = _vectors(conn)
             assert kept == actual and len(kept) == 9 and {row[0] for row in kept} == {"ann"}
             kept, actual = word_counts(conn)
             assert kept == actual and len(kept) == 14 and {row[0] for row in kept} == {"ann"}
+            kept, actual = vector_bits(conn)
+            assert kept == actual and len(kept) == 9 and {row[0] for row in kept} == {"ann"}
             conn.execute("TRUNCATE ghostmem.messages CASCADE")
             assert _counts(conn) == (set(), set())
             assert _vectors(conn) == (set(), set())
             assert word_counts(conn) == (set(), set())
+            assert vector_bits(conn) == (set(), set())
 
 
 def test_the_store_size_of_the_idf_is_read_from_the_counts(gm: GhostMem, tmp_path: Path) -> None:
@@ -252,26 +286,28 @@ def test_the_generic_plan_reads_through_the_indexes_beside_another_owner(
                     assert "messages_conv_seq" not in plan, plan
 
 
-def test_the_vector_leg_reads_a_small_scope_whole() -> None:
-    """The strategy per case, on the shapes of the bench (docs/search.md, "Small scopes: an exact scan"): an HNSW
-    scan passes over at least ef_search rows, and about vec_depth x table / kept rows under a filter."""
+def test_the_vector_leg_chooses_the_cheapest_scan() -> None:
+    """The strategy per case, on the shapes of the bench (docs/search.md, "Small scopes: an exact scan" and "Scopes
+    between: a quantized scan"): an HNSW scan passes over at least ef_search rows, and about vec_depth x table /
+    kept rows under a filter; an exact scan reads its scope; a quantized one reads it at a fraction of the cost and
+    ranks its candidates again."""
     ef = 100
-    # one owner of 100,000 messages
-    assert not use_exact_scan(100_000, 100_000, 100_000, 100, ef)  # no filter
-    assert not use_exact_scan(
-        8_740, 8_740, 100_000, 20, ef
-    )  # days=7 in hybrid mode: 20 rows of 9% of the index
-    assert use_exact_scan(5_000, 5_000, 100_000, 50, ef)  # days=3 in vector mode: 50 rows of 5%
-    assert not use_exact_scan(100_000, 14_440, 100_000, 20, ef)  # a platform: its scope is every message
-    assert use_exact_scan(3_600, 3_600, 100_000, 50, ef)  # one project of 3,600 messages
+    # one owner of 100,000 messages (vec_depth 20 under a wide filter, 50 under a narrow one, as vector_depth says)
+    assert vector_scan(100_000, 100_000, 100_000, 100, ef) == "hnsw"  # no filter
+    assert vector_scan(8_740, 8_740, 100_000, 20, ef) == "quantized"  # days=7: 20 rows of 9% of the index
+    assert vector_scan(16_608, 16_608, 100_000, 20, ef) == "hnsw"  # days=30: 17%
+    assert vector_scan(100_000, 14_440, 100_000, 20, ef) == "hnsw"  # a platform: its scope is every message
+    assert vector_scan(3_237, 3_237, 100_000, 50, ef) == "exact"  # one project of 3,200 messages
+    # one owner of 1,000,000 messages
+    assert vector_scan(34_057, 34_057, 1_010_845, 50, ef) == "quantized"  # one project: 3.4%
+    assert vector_scan(82_669, 82_669, 1_010_845, 20, ef) == "hnsw"  # the last 7 days
     # 10,000 messages beside 1,000,000 of another owner, and in a database of their own
-    assert use_exact_scan(10_000, 10_000, 1_010_000, 100, ef)
-    assert not use_exact_scan(10_000, 10_000, 10_000, 100, ef)
-    assert use_exact_scan(961, 961, 10_000, 20, ef)  # their last 7 days
-    # the last 7 days of 1,000,000 messages
-    assert not use_exact_scan(82_669, 82_669, 1_010_000, 20, ef)
+    assert vector_scan(10_000, 10_000, 1_010_845, 100, ef) == "quantized"
+    assert vector_scan(10_000, 1_281, 1_010_845, 100, ef) == "quantized"  # a platform
+    assert vector_scan(961, 961, 1_010_845, 100, ef) == "exact"  # their last 7 days
+    assert vector_scan(10_000, 10_000, 10_000, 100, ef) == "hnsw"
     # a filter that the counts say nothing passes: the index scan would run to its tuple cap
-    assert use_exact_scan(5_000, 0, 100_000, 50, ef)
+    assert vector_scan(5_000, 0, 100_000, 50, ef) == "exact"
 
 
 def _statement(gm: GhostMem, args: SearchPersonalMemoryArgs) -> tuple[str, str]:
@@ -282,12 +318,13 @@ def _statement(gm: GhostMem, args: SearchPersonalMemoryArgs) -> tuple[str, str]:
         return seen[-1][0], generic_plan(conn, seen[-1][0])
 
 
-def test_a_small_scope_is_read_through_its_index(
+def test_a_scope_is_read_through_its_index(
     server_dsn: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The exact scan reads the compact vectors through the index of its scope — the owner's (owner, tier, ts)
-    range, or the project's and titled conversations' entries — never a sequential scan; where the model says
-    the scope is large, the vector leg walks HNSW over messages."""
+    """The exact scan reads the compact vectors, and the quantized scan their bits, through the index of its scope
+    — the owner's (owner, tier, ts) range, or the project's and titled conversations' entries — never a sequential
+    scan; the quantized scan's candidates are read again through the compact vectors' primary key; where the model
+    says the scope is large, the vector leg walks HNSW over messages."""
     with fresh_database(server_dsn, "ghostmem_exact") as dsn:
         big = [
             conversation(f"b{i}", f"b {i}", i % 30, [f"routine deploy log {i}", "fine"]) for i in range(300)
@@ -302,24 +339,31 @@ def test_a_small_scope_is_read_through_its_index(
                 import_generic(gm, tmp_path / f"{owner}.jsonl", convs)
         with GhostMem(dsn=dsn, owner="small", embedder=HashEmbedder()) as gm:
             with gm.connection() as conn:
-                conn.execute("ANALYZE ghostmem.messages")
-                conn.execute("ANALYZE ghostmem.message_vectors")
-            for filters, index in (
-                ({}, "on message_vectors_owner_"),  # any of its indexes leads with (owner, tier)
-                ({"days": 7}, "message_vectors_owner_ts"),
-                ({"project": "tiny"}, "message_vectors_owner_project_ts"),
-            ):
-                text, plan = _statement(gm, SearchPersonalMemoryArgs(query="tiny deploy", **filters))
-                vec_scan = plan.split("CTE vec_scan", 1)[1].split("\n  CTE ", 1)[0]
-                assert "ghostmem.message_vectors m" in text and "Seq Scan" not in plan, (filters, plan)
-                assert index in vec_scan and "messages_embedding_hnsw" not in plan, (filters, plan)
-            # the titled conversation's rows through the conversation index, with the project's
-            assert "message_vectors_owner_conv" in vec_scan and "BitmapOr" in vec_scan, vec_scan
+                for table in ("messages", "message_vectors", "message_bits"):
+                    conn.execute(f"ANALYZE ghostmem.{table}")
+            text, _ = _statement(gm, SearchPersonalMemoryArgs(query="tiny deploy"))
+            assert "FROM ghostmem.message_vectors m" in text  # the model's choice for 12 rows
+            for scan, table in (("exact", "message_vectors"), ("quantized", "message_bits")):
+                monkeypatch.setattr(search, "vector_scan", lambda *_, scan=scan: scan)
+                for filters, index in (
+                    ({}, f"on {table}_owner_"),  # any of its indexes leads with (owner, tier)
+                    ({"days": 7}, f"{table}_owner_ts"),
+                    ({"project": "tiny"}, f"{table}_owner_project_ts"),
+                ):
+                    text, plan = _statement(gm, SearchPersonalMemoryArgs(query="tiny deploy", **filters))
+                    vec_scan = plan.split("CTE vec_scan", 1)[1].split("\n  CTE ", 1)[0]
+                    assert f"FROM ghostmem.{table} m" in text and "Seq Scan" not in plan, (filters, plan)
+                    assert index in vec_scan and "messages_embedding_hnsw" not in plan, (filters, plan)
+                    if scan == "quantized":
+                        assert "Index Scan using message_vectors_pkey" in vec_scan, vec_scan
+                # the titled conversation's rows through the conversation index, with the project's
+                assert f"{table}_owner_conv" in vec_scan and "BitmapOr" in vec_scan, vec_scan
             # as for a scope the model finds large: the HNSW scan of messages (which index the planner picks for it
             # at this size is its cost choice; test_search.py pins HNSW with sorts made expensive)
-            monkeypatch.setattr(search, "EXACT_ROWS_PER_HNSW_ROW", 0)
+            monkeypatch.setattr(search, "vector_scan", lambda *_: "hnsw")
             text, plan = _statement(gm, SearchPersonalMemoryArgs(query="tiny deploy", project="tiny"))
-            assert "message_vectors" not in text and "<=> %(qvec)s::vector" in text
+            assert "message_vectors" not in text and "message_bits" not in text
+            assert "<=> %(qvec)s::vector" in text
 
 
 def _nearest(
@@ -339,12 +383,14 @@ def _nearest(
     return [(r[0], float(r[1])) for r in rows]
 
 
-def test_the_exact_scan_finds_the_nearest_messages(
+def test_the_exact_and_quantized_scans_find_the_nearest_messages(
     gm: GhostMem, owner: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The compact vectors (halfvec) give the nearest messages of a full scan of the stored vectors, as the HNSW
-    path does, under every filter: the same distances (halfvec rounds each by less than 1e-3, so messages at
-    the same distance may come in another order); another owner's messages, closer still, never come back."""
+    """The compact vectors (halfvec), and their bits with enough candidates, give the nearest messages of a full
+    scan of the stored vectors, as the HNSW path does, under every filter: the same distances (halfvec rounds each
+    by less than 1e-3, so messages at the same distance may come in another order). With fewer candidates than
+    the scope the quantized scan still returns the owner's messages within the filter, ordered by their true
+    distance. Another owner's messages, the query itself (Hamming distance 0), never come back."""
 
     def text(i: int) -> str:  # a mix of the query's words and others: distances spread out
         words = (
@@ -372,8 +418,9 @@ def test_the_exact_scan_finds_the_nearest_messages(
     ]
     for filters, where, params in cases:
         args = SearchPersonalMemoryArgs(query=query, mode="vector", limit=2, **filters)
-        for ratio in (search.EXACT_ROWS_PER_HNSW_ROW, 0):  # the exact scan, then the HNSW scan
-            monkeypatch.setattr(search, "EXACT_ROWS_PER_HNSW_ROW", ratio)
+        for scan, candidates in (("exact", 20), ("quantized", 20), ("hnsw", 20), ("quantized", 2)):
+            monkeypatch.setattr(search, "vector_scan", lambda *_, scan=scan: scan)
+            monkeypatch.setattr(search, "QUANTIZED_CANDIDATES", candidates)  # 20 = every row of these scopes
             seen: list[tuple[str, Any]] = []
             with gm.connection() as conn:
                 program = recording(search_messages(gm.context, args, depth=10, floor=-1), conn, seen)
@@ -385,11 +432,26 @@ def test_the_exact_scan_finds_the_nearest_messages(
                         (qvec, gm.context.owner, [r["id"] for r in rows]),
                     ).fetchall()
                 )
-            assert ("ghostmem.message_vectors" in seen[-1][0]) == (ratio > 0)
-            assert len(rows) == len(expected) == 10, (filters, ratio)
+                kept = {  # the owner's messages within the filter
+                    r[0]
+                    for r in conn.execute(
+                        "SELECT m.id FROM ghostmem.messages m JOIN ghostmem.conversations c ON c.owner = m.owner"
+                        f" AND c.tier = m.tier AND c.conv_id = m.conv_id WHERE m.owner = %(owner)s AND {where}",
+                        {"owner": gm.context.owner, **params},
+                    )
+                }
+            assert ("ghostmem.message_bits" in seen[-1][0]) == (scan == "quantized")
+            assert ("ghostmem.message_vectors" in seen[-1][0]) == (scan != "hnsw")
+            assert len(rows) == len(expected) == 10, (filters, scan)
+            assert {r["id"] for r in rows} <= kept and set(true) == {r["id"] for r in rows}, (filters, scan)
+            if candidates < 20:  # 20 of the scope's 40-82 rows ranked again: ordered by their true distance
+                assert len(kept) > 20
+                assert [r["id"] for r in rows] == sorted(true, key=lambda i: (true[i], i)), filters
+                assert all(abs(r["vec_dist"] - true[r["id"]]) < 1e-3 for r in rows), filters
+                continue
             for row, (_, distance) in zip(rows, expected, strict=True):
-                assert abs(row["vec_dist"] - distance) < 1e-3, (filters, ratio)
-                assert true[row["id"]] <= expected[-1][1] + 1e-3, (filters, ratio)
+                assert abs(row["vec_dist"] - distance) < 1e-3, (filters, scan)
+                assert true[row["id"]] <= expected[-1][1] + 1e-3, (filters, scan)
 
 
 def test_an_owners_word_fetches_read_only_its_own_entries(server_dsn: str, tmp_path: Path) -> None:
