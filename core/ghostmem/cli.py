@@ -25,6 +25,7 @@ from pydantic.fields import FieldInfo
 
 from ghostmem.client import GhostMem
 from ghostmem.config import Settings
+from ghostmem.embed import make_embedder
 from ghostmem.errors import GhostMemError, InvalidArgument
 from ghostmem.ops import OPS, OPS_BY_NAME, OpSpec
 from ghostmem.render import Reader
@@ -52,9 +53,23 @@ def emit(args: argparse.Namespace, text: str, data: Any) -> None:
         print(visible(text))
 
 
-def store(args: argparse.Namespace, **kwargs: Any) -> GhostMem:
-    settings = Settings.from_env(dsn=args.dsn, owner=args.owner)
-    return GhostMem(settings=settings, **kwargs)
+def say(text: str) -> None:
+    """Tell the person running the command what it is doing that they would otherwise wait on without a word (it
+    started the server, it prepares the model): one line on stderr, never on stdout, so ``--json`` stays one JSON
+    document."""
+    print(visible(f"ghostmem: {text}"), file=sys.stderr)
+
+
+def open_store(settings: Settings) -> GhostMem:
+    """The store a command uses; its embedder says when it prepares the model (the first use of a model on a
+    home, about 20 s), rather than leave a silent terminal."""
+    return GhostMem(
+        settings=settings, embedder=make_embedder(settings.embed_model, settings.home, announce=say)
+    )
+
+
+def store(args: argparse.Namespace) -> GhostMem:
+    return open_store(Settings.from_env(dsn=args.dsn, owner=args.owner))
 
 
 # How to stop the embedded server, said wherever the CLI tells that it runs.
@@ -77,12 +92,9 @@ def start_server(args: argparse.Namespace) -> None:
     except GhostMemError:
         return  # the command meets the same failure and reports it its own way (doctor as a failed check)
     if status.started and args.command != "demo":
-        print(
-            visible(
-                f"ghostmem: started the embedded Postgres server (pid {status.pid}) for the data in "
-                f"{status.pgdata}; it keeps running for the next commands: {STOP_SERVER}."
-            ),
-            file=sys.stderr,
+        say(
+            f"started the embedded Postgres server (pid {status.pid}) for the data in {status.pgdata}; it keeps "
+            f"running for the next commands: {STOP_SERVER}."
         )
 
 
@@ -233,7 +245,8 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     # a terminal sees what is going on meanwhile
     what = "the server and the schema" if args.no_model else "the server, the schema and the embedding model"
     with display(not args.json) as shown, shown.step(f"checking {what}"):
-        report = diagnose(Settings.from_env(dsn=args.dsn, owner=args.owner), check_model=not args.no_model)
+        settings = Settings.from_env(dsn=args.dsn, owner=args.owner)
+        report = diagnose(settings, check_model=not args.no_model, announce=say)
     emit(args, render_report(report), report)
     return 0 if report["ok"] else 1
 
@@ -397,7 +410,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     mine = Settings.from_env(dsn=args.dsn).owner
     again = "" if owner == DEMO_OWNER else f" --owner {shlex.quote(owner)}"
     settings = Settings.from_env(dsn=args.dsn, owner=owner)
-    with GhostMem(settings=settings) as gm:
+    with open_store(settings) as gm:
         if args.remove:
             with gm.connection() as conn:
                 removed = clear(conn, owner)

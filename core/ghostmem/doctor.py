@@ -10,12 +10,15 @@ from psycopg import Connection
 from ghostmem import db
 from ghostmem.config import Settings
 from ghostmem.db import migrate as migrations
-from ghostmem.embed import OnnxEmbedder, make_embedder
+from ghostmem.embed import Announce, OnnxEmbedder, make_embedder
 from ghostmem.errors import GhostMemError
 
 
-def diagnose(settings: Settings, check_model: bool = True) -> dict[str, Any]:
-    """Every check with its result; ``ok`` is true when all passed."""
+def diagnose(
+    settings: Settings, check_model: bool = True, announce: Announce | None = None
+) -> dict[str, Any]:
+    """Every check with its result; ``ok`` is true when all passed (``announce`` is told when the model check
+    starts preparing the model)."""
     report: dict[str, Any] = {"ok": True, "embedded": settings.dsn is None, "checks": {}}
     checks: dict[str, Any] = report["checks"]
 
@@ -23,7 +26,7 @@ def diagnose(settings: Settings, check_model: bool = True) -> dict[str, Any]:
         checks[name] = {"ok": False, "error": message}
         report["ok"] = False
 
-    embedder = make_embedder(settings.embed_model, settings.home)
+    embedder = make_embedder(settings.embed_model, settings.home, announce=announce)
     try:
         dsn = db.resolve_dsn(settings)
         with db.connect(dsn, autocommit=True) as conn:

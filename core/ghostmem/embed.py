@@ -21,7 +21,7 @@ import tempfile
 import threading
 import time
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from importlib import metadata
 from pathlib import Path
@@ -40,6 +40,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 HASH_MODEL = "hash"
+# Told, in one sentence, that a long one-time step starts (the model's export), for a person waiting on it.
+Announce = Callable[[str], None]
 KNOWN_DIMS = {DEFAULT_EMBED_MODEL: 384, f"sentence-transformers/{DEFAULT_EMBED_MODEL}": 384}
 
 
@@ -404,9 +406,10 @@ def _locked(path: Path) -> Iterator[None]:
 
 
 def load_or_export(
-    model: str, home: Path, threads: int | None = None
+    model: str, home: Path, threads: int | None = None, announce: Announce | None = None
 ) -> tuple[OnnxRuntimeModel | None, EngineConfig]:
-    """The runtime for ``model`` from the cache, exporting it first when the cache is missing, stale or broken.
+    """The runtime for ``model`` from the cache, exporting it first when the cache is missing, stale or broken;
+    ``announce`` is told, in one sentence, when this process starts an export (the wait a person should know of).
 
     Returns ``(None, config)`` when the model is recorded as unsupported (``config.reason`` says why).
     """
@@ -422,6 +425,13 @@ def load_or_export(
         for stale in directory.parent.glob(f".{directory.name}.*"):  # a killed export's leftovers
             shutil.rmtree(stale, ignore_errors=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{directory.name}.", dir=directory.parent))
+        said = (
+            f"preparing {model} for ONNX Runtime, once per model (about 20 s): exporting it and checking its "
+            f"vectors; later commands load it from {directory.parent} in a fraction of a second"
+        )
+        logger.info("%s", said)
+        if announce is not None:
+            announce(said)
         try:
             config = export(model, source, tmp)
             if directory.exists():
@@ -459,7 +469,6 @@ def export(model: str, source: str, directory: Path) -> EngineConfig:
     go straight to the reference instead of exporting again.
     """
     started = time.perf_counter()
-    logger.info("preparing %s for ONNX Runtime (once per model): exporting and checking it", model)
     reference = load_sentence_transformer(model, "cpu")
     versions = tuple(
         (name, _version(name)) for name in ("torch", "transformers", "sentence-transformers", "onnxruntime")
@@ -587,10 +596,13 @@ class OnnxEmbedder:
     share a vector), shortest first in batches of similar length.
     """
 
-    def __init__(self, model: str, home: Path, *, threads: int | None = None) -> None:
+    def __init__(
+        self, model: str, home: Path, *, threads: int | None = None, announce: Announce | None = None
+    ) -> None:
         self._model_name = model
         self._home = home
         self._threads = threads
+        self._announce = announce
         self._runtime: OnnxRuntimeModel | None = None
         self._fallback: SentenceTransformerEmbedder | None = None
         self._dim: int | None = KNOWN_DIMS.get(model)
@@ -618,7 +630,7 @@ class OnnxEmbedder:
         with self._lock:
             if self._runtime is not None or self._fallback is not None:
                 return
-            runtime, config = load_or_export(self._model_name, self._home, self._threads)
+            runtime, config = load_or_export(self._model_name, self._home, self._threads, self._announce)
             if runtime is None:
                 self._fallback = SentenceTransformerEmbedder(self._model_name)
                 logger.info("%s runs on sentence-transformers: %s", self._model_name, config.reason)
@@ -652,14 +664,15 @@ def onnx_available() -> bool:
     return find_spec("onnxruntime") is not None and find_spec("tokenizers") is not None
 
 
-def make_embedder(model: str, home: Path | None = None) -> Embedder:
+def make_embedder(model: str, home: Path | None = None, *, announce: Announce | None = None) -> Embedder:
     """The embedder for a model name from the settings (``hash`` = the deterministic fake).
 
     A sentence-transformers model runs on ONNX Runtime when it is installed (exported once into ``home``'s model
-    cache, default ``GHOSTMEM_HOME``), else on sentence-transformers itself.
+    cache, default ``GHOSTMEM_HOME``; ``announce`` is told when that export starts), else on sentence-transformers
+    itself.
     """
     if model == HASH_MODEL:
         return HashEmbedder()
     if onnx_available():
-        return OnnxEmbedder(model, home or default_home())
+        return OnnxEmbedder(model, home or default_home(), announce=announce)
     return SentenceTransformerEmbedder(model)

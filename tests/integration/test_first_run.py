@@ -10,13 +10,18 @@ import sys
 from pathlib import Path
 
 import psycopg
+import pytest
+from ghostmem.cli import sample_exports
+from ghostmem.config import DEFAULT_EMBED_MODEL
+from ghostmem.embed import cache_dir
 
 
-def _ghostmem(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def _ghostmem(home: Path, *args: str, model: str = "hash") -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k not in ("XDG_RUNTIME_DIR", "GHOSTMEM_DSN")}
-    env.update({"GHOSTMEM_HOME": str(home), "GHOSTMEM_EMBED_MODEL": "hash", "PYTHONWARNINGS": "default"})
+    env.update({"GHOSTMEM_HOME": str(home), "GHOSTMEM_EMBED_MODEL": model, "PYTHONWARNINGS": "default"})
+    env["HF_HUB_OFFLINE"] = "1"
     return subprocess.run(
-        [sys.executable, "-m", "ghostmem.cli", *args], capture_output=True, text=True, env=env, timeout=300
+        [sys.executable, "-m", "ghostmem.cli", *args], capture_output=True, text=True, env=env, timeout=600
     )
 
 
@@ -140,3 +145,36 @@ def test_a_wrong_command_line_is_said_before_anything_is_started_or_created(embe
                 assert res.stderr.startswith(f"ghostmem: error: {said}"), (argv, res.stderr)
                 assert res.stdout == "" and len(res.stderr.splitlines()) == 1, (argv, res.stdout, res.stderr)
             assert not home.exists(), (argv, sorted(p.name for p in home.rglob("*")))
+
+
+@pytest.mark.slow
+@pytest.mark.model
+def test_the_first_commands_on_a_new_home_say_what_takes_long_and_skip_what_is_not_needed(
+    embedded_home: Path,
+) -> None:
+    """With the real model, as a new user meets it: the first search of an empty store embeds nothing (so it does
+    not prepare the model, ~20 s, for nothing); the command that does prepare it (here an import in a pipe, where
+    no progress display shows) says so in one line on stderr, once, and nothing else is printed (no library's
+    warning or bar); later commands say nothing of it."""
+    first = _ghostmem(embedded_home, "search", "server does not start", model=DEFAULT_EMBED_MODEL)
+    assert first.returncode == 0 and first.stdout.startswith("Nothing relevant to"), (
+        first.stdout + first.stderr
+    )
+    # (as root, ghostmem's own warning may say why it opened the home to the server's user)
+    said = [line for line in first.stderr.splitlines() if "WARNING: running as root" not in line]
+    assert [line.split(" (pid")[0] for line in said] == ["ghostmem: started the embedded Postgres server"]
+    assert not (embedded_home / "models").exists()  # the model was not prepared
+
+    imported = _ghostmem(embedded_home, "import", str(sample_exports()), model=DEFAULT_EMBED_MODEL)
+    assert imported.returncode == 0, imported.stdout + imported.stderr
+    models = cache_dir(embedded_home, DEFAULT_EMBED_MODEL).parent
+    assert imported.stderr.splitlines() == [
+        f"ghostmem: preparing {DEFAULT_EMBED_MODEL} for ONNX Runtime, once per model (about 20 s): exporting it and "
+        f"checking its vectors; later commands load it from {models} in a fraction of a second"
+    ]
+
+    found = _ghostmem(embedded_home, "search", "server does not start", "--json", model=DEFAULT_EMBED_MODEL)
+    assert found.returncode == 0 and found.stderr == "", found.stderr
+    assert json.loads(found.stdout)["rows"]
+    remembered = _ghostmem(embedded_home, "remember", "Run the migrations first", model=DEFAULT_EMBED_MODEL)
+    assert remembered.returncode == 0 and remembered.stderr == "", remembered.stderr

@@ -368,6 +368,33 @@ def test_cjk_queries_rank_by_words() -> None:
     assert vector_weight("What did Ann say in 2024?") == 1.0
 
 
+class _CountingEmbedder(HashEmbedder):
+    """The hash embedder, keeping every text it embedded."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.texts: list[str] = []
+
+    def embed_query(self, text: str) -> list[float]:
+        self.texts.append(text)
+        return super().embed_query(text)
+
+
+def test_a_search_of_a_scope_without_messages_embeds_nothing(store: GhostMem, pg_dsn: str) -> None:
+    """An empty store (a new home's first search) or a project without messages gives the vector leg nothing to
+    find: the query is not embedded, which with the real model on a new home would first prepare it (~20 s)."""
+    counting = _CountingEmbedder()
+    with GhostMem(dsn=pg_dsn, owner=store.owner, embedder=counting) as gm:
+        assert ids(gm.search_personal_memory("vacuum", project="no-such-project")) == []
+        assert counting.texts == []
+        assert ids(gm.search_personal_memory("vacuum locks", limit=5))[0] in {"pg", "old-pg"}
+        assert counting.texts == ["vacuum locks"]  # a scope with messages is searched by meaning too
+    with GhostMem(dsn=pg_dsn, owner=f"nobody-yet-{uuid.uuid4()}", embedder=counting) as empty:
+        result = empty.search_personal_memory("vacuum locks")
+        assert result.data.rows == [] and result.text.startswith("Nothing relevant to")
+    assert counting.texts == ["vacuum locks"]
+
+
 def test_a_filtered_vector_leg_is_shallower(gm: GhostMem, tmp_path: Path) -> None:
     """Unfiltered, the vector leg is as deep as the lexical one; under a filter it stops at five per requested
     conversation, at least 50 (cost grows with the rows a filtered HNSW scan must find)."""

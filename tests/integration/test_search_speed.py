@@ -215,6 +215,8 @@ def _vector_depth_chosen(gm: GhostMem, **filters: Any) -> int:
     with gm.connection() as conn:
         run_sync(recording(search_personal_memory(gm.context, args), conn, seen), conn, gm.embedder)
     statement = seen[-1][0]
+    if "vec_scan AS MATERIALIZED" not in statement:
+        return 0  # no vector leg: nothing in scope for it to find
     return int(statement.split("vec_scan AS MATERIALIZED", 1)[1].split("LIMIT", 1)[1].split()[0])
 
 
@@ -236,7 +238,7 @@ def test_the_vector_depth_follows_how_narrow_the_filters_are(gm: GhostMem, tmp_p
     assert _vector_depth_chosen(gm, project="tiny") == 50  # 4 of 184 messages
     assert _vector_depth_chosen(gm, days=100, project="big") == 20
     assert _vector_depth_chosen(gm, days=150, project="tiny") == 50  # no tiny message is that recent
-    assert _vector_depth_chosen(gm, project="nowhere") == 50
+    assert _vector_depth_chosen(gm, project="nowhere") == 0  # no message in scope: no vector leg
     assert _vector_depth_chosen(gm, days=3650, mode="vector") == 50  # alone, the vector leg fills the results
     with gm.connection() as conn:  # another owner's messages count for nothing
         conn.execute(
