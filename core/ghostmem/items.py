@@ -5,7 +5,8 @@ This is the storage of a key-value memory store (LangGraph's ``BaseStore``, see
 under the same boundary: every statement here names one owner, so a caller can only reach the items of the owner
 it passes. An item is found the way messages are (see :mod:`ghostmem.search`): a lexical leg over the same
 ``ghostmem.lexemes`` and a vector leg over the same embedder, fused by reciprocal rank with the same constant and
-the same per-query vector weight. Nothing here calls an LLM.
+the same per-query vector weight. A found item's score says, like a search hit's, how much of the query it
+holds (:func:`ghostmem.search.relevance`), never above the item ranked before it. Nothing here calls an LLM.
 
 An item's ``text`` (what it is found by) is chosen by the caller (the adapter reads it from the value's indexed
 fields); ``None`` stores the item unindexed. Its vector is computed only when its text changed.
@@ -16,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from itertools import accumulate
 from typing import Any
 
 from psycopg import Connection, sql
@@ -25,7 +27,7 @@ from psycopg.types.json import Jsonb
 from ghostmem.db import vector
 from ghostmem.embed import Embedder
 from ghostmem.errors import InvalidArgument
-from ghostmem.search import HNSW_EF_SEARCH, RRF_K, vector_weight
+from ghostmem.search import HNSW_EF_SEARCH, RRF_K, relevance, vector_weight
 from ghostmem.store import embeddable
 
 RANK_DEPTH = (
@@ -40,7 +42,8 @@ _LIVE = sql.SQL("(i.expires_at IS NULL OR i.expires_at > now())")
 
 @dataclass(frozen=True, slots=True)
 class Item:
-    """A stored item; ``score`` (0–1, 1 = first in both legs) is set only by a search with a query."""
+    """A stored item; ``score`` is set only by a search with a query: from 0 to 1, how much of the query the
+    item holds (its share of the query's words, weighted by idf, and its closeness in meaning), as a search hit's."""
 
     namespace: tuple[str, ...]
     key: str
@@ -142,14 +145,14 @@ def write_items(conn: Connection[Any], owner: str, writes: Sequence[ItemWrite], 
         )
 
 
-def _item(row: Mapping[str, Any], scored: bool = False) -> Item:
+def _item(row: Mapping[str, Any], score: float | None = None) -> Item:
     return Item(
         namespace=tuple(row["namespace"]),
         key=row["key"],
         value=row["value"],
         created_at=row["created_at"],
         updated_at=row["updated_at"],
-        score=float(row["score"]) if scored and row["score"] is not None else None,
+        score=score,
     )
 
 
@@ -267,7 +270,8 @@ def search_items(
         raise InvalidArgument("limit and offset must not be negative.")
     params = _Params()
     scope = _scope(owner, prefix, filter, params)
-    if query and query.strip():
+    searching = bool(query and query.strip())
+    if query and searching:
         depth = min(max(RANK_DEPTH, offset + limit), MAX_RANK_DEPTH)
         weight = vector_weight(query)
         conn.execute(
@@ -276,9 +280,19 @@ def search_items(
         )
         statement = sql.SQL(
             """
-            WITH q AS (
-                SELECT string_agg(ghostmem.lexeme_query(l)::text, ' | ')::tsquery AS tq
+            WITH terms AS MATERIALIZED (
+                SELECT ghostmem.lexeme_query(l) AS tq
                 FROM unnest(tsvector_to_array(ghostmem.lexemes({query}, true))) AS l
+            ), q AS (
+                SELECT string_agg(t.tq::text, ' | ')::tsquery AS tq FROM terms t
+            ), idf AS MATERIALIZED (
+                -- each query word's idf among the items in scope, as search_personal_memory weighs a hit's words
+                SELECT t.tq, ln(1 + (n.n - d.df + 0.5) / (d.df + 0.5))::float8 AS idf
+                FROM terms t
+                CROSS JOIN (SELECT count(*) AS n FROM ghostmem.store_items i WHERE {scope} AND i.tsv IS NOT NULL) n
+                CROSS JOIN LATERAL (
+                    SELECT count(*) AS df FROM ghostmem.store_items i WHERE {scope} AND i.tsv @@ t.tq
+                ) d
             ), lex AS (
                 SELECT i.namespace, i.key,
                        row_number() OVER (ORDER BY ts_rank_cd(i.tsv, q.tq) DESC, i.updated_at DESC) AS rank
@@ -293,15 +307,16 @@ def search_items(
                       ORDER BY i.embedding <=> {vector} LIMIT {depth}) nearest
             ), fused AS (
                 SELECT namespace, key,
-                       coalesce(1.0 / ({k} + l.rank), 0) + coalesce({weight} / ({k} + v.rank), 0) AS score
+                       coalesce(1.0 / ({k} + l.rank), 0) + coalesce({weight} / ({k} + v.rank), 0) AS fused
                 FROM lex l FULL JOIN vec v USING (namespace, key)
             )
             SELECT i.namespace, i.key, i.value, i.created_at, i.updated_at, i.ttl_minutes,
-                   f.score / {best} AS score
+                   (SELECT sum(x.idf) FILTER (WHERE i.tsv @@ x.tq) / nullif(sum(x.idf), 0) FROM idf x) AS cover,
+                   CASE WHEN {weight} > 0 THEN 1 - (i.embedding <=> {vector}) END AS similarity
             FROM fused f
             JOIN ghostmem.store_items i ON i.owner = {owner} AND i.namespace = f.namespace AND i.key = f.key
-            ORDER BY f.score DESC, i.updated_at DESC, i.key
-            LIMIT {limit} OFFSET {offset}
+            ORDER BY f.fused DESC, i.updated_at DESC, i.key
+            LIMIT {ranked}
             """
         ).format(
             query=params(query),
@@ -310,24 +325,29 @@ def search_items(
             vector=params(vector(embedder.embed_query(query))),
             k=sql.Literal(RRF_K),
             weight=params(weight),
-            best=params((1.0 + weight) / (RRF_K + 1)),
             owner=params(owner),
-            limit=params(limit),
-            offset=params(offset),
+            ranked=params(offset + limit),
         )
     else:
         statement = sql.SQL(
             """
-            SELECT i.namespace, i.key, i.value, i.created_at, i.updated_at, i.ttl_minutes, NULL::float8 AS score
+            SELECT i.namespace, i.key, i.value, i.created_at, i.updated_at, i.ttl_minutes
             FROM ghostmem.store_items i WHERE {scope}
             ORDER BY i.updated_at DESC, i.namespace, i.key LIMIT {limit} OFFSET {offset}
             """
         ).format(scope=scope, limit=params(limit), offset=params(offset))
     with conn.cursor(row_factory=dict_row) as cur:
         rows = cur.execute(statement, params.values).fetchall()
+    if not searching:
+        if refresh_ttl:
+            _refresh(conn, owner, rows)
+        return [_item(r) for r in rows]
+    # the fusion orders the items; each shows its relevance, never above the one ranked before it (so the page
+    # after `offset` is scored with the items before it)
+    scores = list(accumulate((relevance(r["cover"], r["similarity"]) for r in rows), min))
     if refresh_ttl:
-        _refresh(conn, owner, rows)
-    return [_item(r, scored=True) for r in rows]
+        _refresh(conn, owner, rows[offset:])
+    return [_item(r, score) for r, score in zip(rows[offset:], scores[offset:], strict=True)]
 
 
 def list_namespaces(

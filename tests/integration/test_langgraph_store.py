@@ -13,6 +13,7 @@ from typing import Any
 import psycopg
 import pytest
 from ghostmem import GhostMem, HashEmbedder
+from ghostmem.embed import Embedder
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langgraph.store.base import (
@@ -221,6 +222,50 @@ def test_search_with_a_query_ranks_by_words_and_meaning(store: GhostMemStore) ->
     assert [h.key for h in store.search(ns, query="dark mode deploys ramen", limit=2, offset=1)] == ranked[
         1:3
     ]
+
+
+def test_a_found_items_score_says_how_much_of_the_query_it_holds(store: GhostMemStore) -> None:
+    """``score`` is a search hit's relevance (``ghostmem.search.relevance``): 1 for an item holding every word of
+    the query, a share for one holding some (a rare word counting more), 0 for one sharing neither words nor
+    meaning. The rank-based score it replaces gave the first of unrelated items 0.5 (first in the vector leg
+    alone) and an item second in both legs 0.98."""
+    ns = ("memories",)
+    store.put(ns, "paris", {"content": "the weather in Paris is rainy in November"})
+    store.put(ns, "report", {"content": "weather report"})
+    store.put(ns, "pizza", {"content": "pizza with extra cheese"})
+    hits = store.search(ns, query="weather in Paris")
+    assert [h.key for h in hits][:2] == ["paris", "report"]
+    assert hits[0].score == pytest.approx(1.0)
+    # "report" holds "weather" (in two of the three items) and not "Paris" (in one): less than half the words' idf
+    assert hits[1].score is not None and 0.3 < hits[1].score < 0.8
+    assert all(a.score >= b.score for a, b in itertools.pairwise(hits))  # type: ignore[operator]
+    # the nearest items still come back, but score nothing: they share no word and are far in meaning
+    unrelated = store.search(ns, query="quantum chromodynamics")
+    assert len(unrelated) == 3 and {h.score for h in unrelated} == {0.0}
+    # a page after the first is scored as in the whole ranking (never above the item ranked before it)
+    ranked = [(h.key, h.score) for h in store.search(ns, query="weather report Paris cheese")]
+    paged = [
+        (h.key, h.score) for h in store.search(ns, query="weather report Paris cheese", offset=1, limit=2)
+    ]
+    assert paged == ranked[1:3]
+
+
+def test_with_the_real_model_a_paraphrase_scores_high_and_the_rest_low(
+    pg_dsn: str, owner: str, real_embedder: Embedder
+) -> None:
+    """all-MiniLM-L6-v2 end to end: an item that answers the query in other words scores high, the others (and
+    every item, for a query about something never stored) low."""
+    with GhostMem(dsn=pg_dsn, owner=owner, embedder=real_embedder) as gm:
+        store = GhostMemStore(gm, owner=owner)
+        ns = ("memories",)
+        store.put(ns, "food", {"content": "Allergic to peanuts; likes spicy ramen"})
+        store.put(ns, "dark", {"content": "The user prefers dark mode in every editor"})
+        store.put(ns, "deploy", {"content": "Deploys go out on Tuesdays after the migration check"})
+        for query, key in (("food allergies", "food"), ("which editor theme", "dark")):
+            hits = store.search(ns, query=query)
+            assert hits[0].key == key and (hits[0].score or 0) >= 0.5, (query, hits)
+            assert all((h.score or 0) < 0.2 for h in hits[1:]), (query, hits)
+        assert all((h.score or 0) < 0.2 for h in store.search(ns, query="quantum chromodynamics"))
 
 
 def test_search_fields_choose_what_an_item_is_found_by(gm: GhostMem) -> None:
