@@ -5,6 +5,7 @@ unchanged."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import random
@@ -21,6 +22,8 @@ import pytest
 from ghostmem import GhostMem, HashEmbedder
 from ghostmem.db import migrate as migrations
 from ghostmem.db import prepare
+from ghostmem.records import MessageRecord
+from psycopg import sql
 from psycopg.rows import dict_row
 from support.copies import vector_bits, word_counts
 from support.databases import fresh_database
@@ -430,3 +433,108 @@ def test_an_upgrade_killed_in_the_middle_of_a_migration_resumes(
     with GhostMem(dsn=empty_dsn, owner=owner, embedder=HashEmbedder()) as gm:
         for word in ("zebrafinch", "narwhal"):
             assert [r.conv_id for r in gm.search_personal_memory(word, mode="lexical").data.rows] == ["odd"]
+
+
+# -- the owner's word key without md5 (114) ------------------------------------------------------------------------
+
+BEFORE_SHA256_KEY = 106  # the owner's words keyed by md5 (102) up to here
+HOSTILE_OWNERS = ("default", "a\\b", "\\x41", "\\123", "o'brien", "日本語", "émoji 🎉", "tab\tnew\nline")
+
+
+def _found_by_words(conn: psycopg.Connection[Any], owner: str, word: str, *, index: bool) -> list[int]:
+    """The ids of ``owner``'s messages holding ``word``, read through the owner-keyed GIN index (``index``) or by
+    checking every row, as the lexical leg asks (ghostmem.owner_word_query against ghostmem.owner_words)."""
+    for setting in ("enable_seqscan", "enable_indexscan"):
+        conn.execute(
+            sql.SQL("SET {} = {}").format(sql.Identifier(setting), sql.SQL("off" if index else "on"))
+        )
+    conn.execute(sql.SQL("SET enable_bitmapscan = {}").format(sql.SQL("on" if index else "off")))
+    (lexeme,) = conn.execute("SELECT tsvector_to_array(ghostmem.lexemes(%s, true))", (word,)).fetchone() or [
+        []
+    ]
+    # the owner compared as an expression, as the search does: no btree of the owner's rows stands in for the index
+    statement = (
+        "SELECT m.id FROM ghostmem.messages m WHERE ghostmem.owner_words(m.owner, m.tsv)"
+        " @@ ghostmem.owner_word_query(%(owner)s, %(lexeme)s) AND (m.owner || '') = %(owner)s ORDER BY m.id"
+    )
+    values = {"owner": owner, "lexeme": lexeme[0]}
+    plan = "\n".join(r[0] for r in conn.execute("EXPLAIN " + statement, values))
+    assert ("messages_owner_words" in plan) == index, plan
+    return [r[0] for r in conn.execute(statement, values)]
+
+
+def test_114_keys_the_owners_words_by_sha256_and_finds_what_102_found(empty_dsn: str) -> None:
+    """A store whose words are keyed by md5 upgrades: every owner's key becomes 16 hex digits of sha256 of its
+    UTF-8 bytes (checked against Python's hashlib for owners with backslashes, quotes, CJK, emoji, control
+    characters), the index is rebuilt with it in the same transaction, and each owner's messages are found by
+    their words, through the index and row by row alike, exactly as before."""
+    owners = [f"{o}-{uuid.uuid4().hex[:6]}" for o in HOSTILE_OWNERS]
+    words = ("deploy", "staging", "timeout", "cluster")
+    with psycopg.connect(empty_dsn, autocommit=True) as conn:
+        migrations.migrate(conn, 384, "hash", RUNTIME, upto=BEFORE_SHA256_KEY)
+        for o in owners:
+            _fill_a_conversation(conn, o)
+        md5_keys = {o: conn.execute("SELECT ghostmem.owner_key(%s)", (o,)).fetchone() for o in owners}
+        assert all(k == (hashlib.md5(o.encode()).hexdigest()[:16] + ":",) for o, k in md5_keys.items())
+        before = {(o, w): _found_by_words(conn, o, w, index=True) for o in owners for w in words}
+        assert all(len(found) >= 1 for found in before.values())
+
+        applied = migrations.migrate(conn, 384, "hash", RUNTIME)
+        assert "114_owner_key_sha256" in applied
+        for o in owners:
+            key = conn.execute("SELECT ghostmem.owner_key(%s)", (o,)).fetchone()
+            assert key == (hashlib.sha256(o.encode()).hexdigest()[:16] + ":",)
+        after = {(o, w): _found_by_words(conn, o, w, index=True) for o in owners for w in words}
+        checked = {(o, w): _found_by_words(conn, o, w, index=False) for o in owners for w in words}
+        assert after == before == checked
+        # the index holds the new keys only: an old md5 key finds nothing through it
+        stale = conn.execute(
+            "SELECT count(*) FROM ghostmem.messages m WHERE ghostmem.owner_words(m.owner, m.tsv)"
+            " @@ ghostmem.lexeme_query(%s || 'deploy')",
+            (md5_keys[owners[0]][0],),
+        ).fetchone()
+        assert stale == (0,)
+
+
+def test_a_server_that_refuses_md5_stores_and_finds_words(empty_dsn: str) -> None:
+    """A server in FIPS mode refuses md5() ("could not compute MD5 hash: unsupported"). Played here by an md5 that
+    raises exactly that, found before pg_catalog's on the connection's search path (which the index expression's
+    functions use): an import and a search by words of every surface's path work, as they did not under 102's
+    md5 key (the same statements fail with the old key function put back)."""
+    with psycopg.connect(empty_dsn, autocommit=True) as conn:
+        migrations.migrate(conn, 384, "hash", RUNTIME)
+        conn.execute("CREATE SCHEMA fips")
+        for arg in ("text", "bytea"):
+            conn.execute(
+                sql.SQL(
+                    "CREATE FUNCTION fips.md5({}) RETURNS text LANGUAGE plpgsql AS"
+                    " $$BEGIN RAISE EXCEPTION 'could not compute MD5 hash: unsupported'; END$$"
+                ).format(sql.SQL(arg))
+            )
+        conn.execute("GRANT USAGE ON SCHEMA fips TO PUBLIC")
+    info = psycopg.conninfo.conninfo_to_dict(empty_dsn)
+    fips = psycopg.conninfo.make_conninfo(**{**info, "options": "-c search_path=fips,pg_catalog,public"})
+    refused = pytest.raises(psycopg.errors.RaiseException, match="could not compute MD5 hash")
+    with psycopg.connect(fips, autocommit=True) as conn, refused:  # the stand-in refuses md5 as FIPS does
+        conn.execute("SELECT md5('x')")
+    owner = "fips-user"
+    with GhostMem(dsn=fips, owner=owner, embedder=HashEmbedder()) as gm:
+        texts = [
+            ("user", "the deploy script times out on the staging cluster"),
+            ("assistant", "raise the timeout"),
+        ]
+        gm.capture_append(  # the client's write path: the index expression is computed on insert
+            "conv-1",
+            [MessageRecord(f"m{n}", role, text) for n, (role, text) in enumerate(texts)],
+            platform="langchain",
+        )
+        found = gm.search_personal_memory("staging timeout", mode="lexical").data.rows
+        assert [h.conv_id for h in found] == ["conv-1"]
+    with psycopg.connect(fips) as conn:  # the attack is real: with 102's key the same write is refused
+        conn.execute(
+            "CREATE OR REPLACE FUNCTION ghostmem.owner_key(owner text) RETURNS text LANGUAGE sql IMMUTABLE STRICT"
+            " AS $$ SELECT left(md5(owner), 16) || ':' $$"
+        )
+        with pytest.raises(psycopg.errors.RaiseException, match="could not compute MD5 hash"):
+            conn.execute("SELECT ghostmem.owner_words(%s, to_tsvector('simple', 'staging'))", (owner,))
+        conn.rollback()
