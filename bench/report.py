@@ -352,6 +352,11 @@ def cli_section(runs: list[dict[str, Any]]) -> str:
             )
         )
         heavy = ", ".join(r["heavy_modules"]) or "none"
+        if "first_search_new_home_s" in r:
+            out.append(
+                f"\nA new user's first command, the same search on the fresh home before anything is stored "
+                f"(starting the embedded server; an empty store embeds nothing): {r['first_search_new_home_s']} s."
+            )
         out.append(
             f"\nCold search ÷ cold recent: **{r['ratio_search_over_recent']}** (ratio of medians; median of the "
             f"per-round ratios {r['ratio_search_over_recent_pairs_median']}). Heavy modules a search imported: "
