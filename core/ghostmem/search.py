@@ -339,12 +339,15 @@ vec_scan AS MATERIALIZED (
 # A small scope (vector_scan) is read whole: its rows of the compact copies of migration 101 (the same columns as
 # `messages`, the vector as halfvec), every distance computed and sorted. The query vector is converted once (a
 # sub-select): in the generic plan a cast of the parameter is computed again for every row (a third of the scan).
+# Messages at the same distance (the same text, said again) are taken by id, as _VECTOR_RANK ranks them: the LIMIT
+# cuts a tie the same way whichever scan reads it (in the order the sort met them, an exact and a quantized scan
+# returned different messages of the same data, and never the first ones).
 _EXACT_SCAN = """
 vec_scan AS MATERIALIZED (
     SELECT m.id, m.tier, m.conv_id, m.embedding <=> (SELECT %(qvec)s::vector::halfvec) AS dist
     FROM ghostmem.message_vectors m
     WHERE {filters}
-    ORDER BY 4
+    ORDER BY 4, 1
     LIMIT {vec_depth}
 )"""
 
@@ -359,10 +362,10 @@ vec_scan AS MATERIALIZED (
     WHERE v.owner = %(owner)s AND v.id = ANY(ARRAY(
         SELECT m.id FROM ghostmem.message_bits m
         WHERE {filters}
-        ORDER BY m.bits <~> (SELECT binary_quantize(%(qvec)s::vector))
+        ORDER BY m.bits <~> (SELECT binary_quantize(%(qvec)s::vector)), m.id
         LIMIT {candidates}
     ))
-    ORDER BY 4
+    ORDER BY 4, 1
     LIMIT {vec_depth}
 )"""
 
