@@ -17,9 +17,11 @@ from ghostmem.db import migrate as migrations
 from ghostmem.db import prepare
 from ghostmem.errors import DatabaseUnavailable, SchemaMismatch
 from ghostmem.ops import OPS
+from ghostmem.records import MessageRecord
 from psycopg import sql
 from support.cli import ghostmem
 from support.conversations import conversation, import_generic
+from support.copies import vector_bits, word_counts
 from support.databases import fresh_database
 
 RUNTIME = "ghostmem_runtime"
@@ -146,3 +148,68 @@ def test_an_app_login_uses_what_an_administrator_migrated(
         GhostMem(dsn=app_dsn, embedder=HashEmbedder()).connect()
     with psycopg.connect(admin_dsn) as conn:
         assert conn.execute("SELECT pg_has_role(%s, %s, 'MEMBER')", (app, RUNTIME)).fetchone() == (False,)
+
+
+def test_an_app_granted_before_the_copies_existed_keeps_them_and_a_read_only_login_cannot_touch_them(
+    roles: tuple[str, str, str], tmp_path: Path
+) -> None:
+    """An application granted on a store at 106, which an administrator then upgrades: the tables search reads
+    that later migrations added (word counts 107, vector bits 110) are kept by the application's own writes
+    (import, live capture, forgetting), through the grant's default privileges, exactly as recomputed from the
+    messages. A read-only login granted then may not write any of them, nor what their triggers follow."""
+    admin_dsn, app, app_dsn = roles
+    reader = f"ghostmem_reader_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(admin_dsn, autocommit=True) as conn:
+        migrations.migrate(conn, 384, "hash", RUNTIME, upto=106)
+        conn.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(reader)))
+        conn.execute("SELECT ghostmem.grant_app(%s, %s, false)", (app, RUNTIME))
+        conn.execute("SELECT ghostmem.grant_app(%s, %s, true)", (reader, RUNTIME))
+    info = psycopg.conninfo.conninfo_to_dict(app_dsn)
+    reader_dsn = psycopg.conninfo.make_conninfo(**{**info, "user": reader})
+    try:
+        assert {"107_message_lengths", "110_message_bits"} <= set(prepare(admin_dsn, 384, "hash"))
+        owner = f"app-{uuid.uuid4().hex[:8]}"
+        with GhostMem(dsn=app_dsn, owner=owner, embedder=HashEmbedder()) as gm:
+            convs = [
+                conversation(f"c{i}", f"deploy {i}", i, [f"the staging deploy {i} times out", "raise it"])
+                for i in range(4)
+            ]
+            import_generic(gm, tmp_path / "app.jsonl", convs)
+            gm.capture_append(
+                "live",
+                [MessageRecord(native_id="", role="user", text="a live question about the deploy timeout")],
+                platform="langchain",
+            )
+            gm.forget("c1")
+            found = [r.conv_id for r in gm.search_personal_memory("staging deploy times out").data.rows]
+        assert "c0" in found and "c1" not in found
+        with psycopg.connect(admin_dsn) as conn:
+            kept, actual = word_counts(conn)
+            assert kept == actual and len(kept) == 7
+            kept, actual = vector_bits(conn)
+            assert kept == actual and len(kept) == 7
+
+        with GhostMem(dsn=reader_dsn, owner=owner, embedder=HashEmbedder()) as gm:
+            assert [
+                r.conv_id for r in gm.search_personal_memory("staging deploy times out").data.rows
+            ] == found
+        with psycopg.connect(reader_dsn, autocommit=True) as conn:
+            for table in ("messages", "message_vectors", "message_lengths", "message_bits"):
+                for statement in (
+                    "DELETE FROM ghostmem.{}",
+                    "UPDATE ghostmem.{} SET owner = owner",
+                    "INSERT INTO ghostmem.{} OVERRIDING SYSTEM VALUE SELECT * FROM ghostmem.{} LIMIT 1",
+                    "TRUNCATE ghostmem.{}",
+                ):
+                    query = sql.SQL(statement).format(sql.Identifier(table), sql.Identifier(table))
+                    with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                        conn.execute(query)
+        with psycopg.connect(app_dsn, autocommit=True) as conn:
+            for table in ("message_lengths", "message_bits"):
+                with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                    conn.execute(sql.SQL("TRUNCATE ghostmem.{}").format(sql.Identifier(table)))
+    finally:
+        with psycopg.connect(admin_dsn, autocommit=True) as conn:
+            conn.execute("SELECT ghostmem.revoke_app(%s, %s)", (reader, RUNTIME))
+            conn.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(reader)))
+            conn.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(reader)))
