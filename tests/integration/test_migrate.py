@@ -9,12 +9,14 @@ import hashlib
 import json
 import os
 import random
+import secrets
 import subprocess
 import sys
 import time
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -25,6 +27,7 @@ from ghostmem.db import prepare
 from ghostmem.records import MessageRecord
 from psycopg import sql
 from psycopg.rows import dict_row
+from support.conversations import conversation, stored
 from support.copies import vector_bits, word_counts
 from support.databases import fresh_database
 
@@ -538,3 +541,97 @@ def test_a_server_that_refuses_md5_stores_and_finds_words(empty_dsn: str) -> Non
         with pytest.raises(psycopg.errors.RaiseException, match="could not compute MD5 hash"):
             conn.execute("SELECT ghostmem.owner_words(%s, to_tsvector('simple', 'staging'))", (owner,))
         conn.rollback()
+
+
+# -- long names across 107 ------------------------------------------------------------------------------------------
+
+
+def test_a_conversation_with_a_long_id_and_a_long_project_upgrades_and_is_stored_again(
+    empty_dsn: str, tmp_path: Path
+) -> None:
+    """A conversation id and a project of 1,400 bytes each (random: they do not compress) fit every index of 106,
+    but not one btree entry together: 107's window index held both (it failed 'index row size 2872 exceeds btree
+    version 4 maximum 2704', so no migration after 106 could be applied), and an import or a live capture of such
+    a conversation was refused. The store upgrades, the conversation is found by its words and by a piece of its
+    project, and more like it are imported and captured."""
+    owner = f"long-{uuid.uuid4().hex[:6]}"
+    conv_id, project = secrets.token_hex(700), secrets.token_hex(700)
+    text = "the deploy script times out on the staging cluster"
+    with psycopg.connect(empty_dsn, autocommit=True) as conn:
+        migrations.migrate(conn, 384, "hash", RUNTIME, upto=BEFORE_WORD_COUNTS)
+        conn.execute(
+            "INSERT INTO ghostmem.conversations (owner, tier, conv_id, platform, title, project, msg_count)"
+            " VALUES (%s, 'personal', %s, 'claude_code', 'the flaky deploy', %s, 1)",
+            (owner, conv_id, project),
+        )
+        conn.execute(
+            "INSERT INTO ghostmem.messages (owner, tier, conv_id, seq, native_id, role, text, ts, platform, project,"
+            " content_hash, embedding) VALUES (%s, 'personal', %s, 0, 'm0', 'user', %s, %s, 'claude_code', %s,"
+            " sha256(convert_to(%s, 'UTF8')), %s::vector)",
+            (owner, conv_id, text, datetime.now(UTC), project, text, _vec(text)),
+        )
+        applied = migrations.migrate(conn, 384, "hash", RUNTIME)
+        assert "107_message_lengths" in applied and applied[-1].startswith(
+            f"{migrations.available()[-1].version}"
+        )
+
+    with GhostMem(dsn=empty_dsn, owner=owner, embedder=HashEmbedder()) as gm:
+        again, live = secrets.token_hex(700), secrets.token_hex(700)
+        other_project = secrets.token_hex(700)
+        path = tmp_path / "long.jsonl"
+        record = conversation(
+            again, "longer", 1, ["the staging deploy needs a longer timeout"], other_project
+        )
+        record["messages"][0]["id"] = "m0"  # not the conversation's id again: the message's key holds both
+        path.write_text(json.dumps(record) + "\n", encoding="utf-8")
+        report = gm.import_paths([path])
+        assert report.problems == [] and stored(gm)[again] == 1, report.render()
+        gm.capture_append(
+            live,
+            [MessageRecord(native_id="", role="user", text="a live question on the staging deploy timeout")],
+            platform="langchain",
+            project=other_project,
+        )
+        for query, where in (
+            ("staging deploy timeout", {}),
+            ("staging deploy", {"project": project[600:640]}),
+        ):
+            for mode in ("hybrid", "lexical", "vector"):
+                found = [h.conv_id for h in gm.search_personal_memory(query, mode=mode, **where).data.rows]
+                assert conv_id in found, (query, where, mode)
+                assert (again in found and live in found) == (where == {}), (query, where, mode, found)
+        assert {
+            h.conv_id for h in gm.search_personal_memory("timeout", project=other_project[:30]).data.rows
+        } == {
+            again,
+            live,
+        }
+    with psycopg.connect(empty_dsn) as conn:
+        kept, actual = word_counts(conn)
+        assert len(actual) == 3 and kept == actual
+
+
+def test_115_rebuilds_the_window_index_of_107_as_it_was_first_landed(empty_dsn: str) -> None:
+    """A store that applied 107 before it was amended has the project in its window index: 115 rebuilds it without,
+    and on a store whose 107 made it so already, leaves it as it is."""
+    shape = (
+        "SELECT i.indexrelid::oid, i.indnatts, pg_get_indexdef(i.indexrelid) FROM pg_index i"
+        " WHERE i.indexrelid = 'ghostmem.message_lengths_place'::regclass"
+    )
+    with psycopg.connect(empty_dsn, autocommit=True) as conn:
+        migrations.migrate(conn, 384, "hash", RUNTIME)
+        fresh = conn.execute(shape).fetchone()
+        assert fresh is not None and fresh[1] == 8 and "project" not in fresh[2]
+        conn.execute("DELETE FROM ghostmem_migrations.applied WHERE version = 115")
+        assert migrations.migrate(conn, 384, "hash", RUNTIME) == ["115_message_lengths_place"]
+        assert conn.execute(shape).fetchone() == fresh  # the same index: nothing was rebuilt
+
+        conn.execute("DROP INDEX ghostmem.message_lengths_place")  # as 107 first made it
+        conn.execute(
+            "CREATE INDEX message_lengths_place ON ghostmem.message_lengths (owner, tier, conv_id, seq)"
+            " INCLUDE (id, lexemes, ts, platform, project)"
+        )
+        conn.execute("DELETE FROM ghostmem_migrations.applied WHERE version = 115")
+        assert migrations.migrate(conn, 384, "hash", RUNTIME) == ["115_message_lengths_place"]
+        rebuilt = conn.execute(shape).fetchone()
+        assert rebuilt is not None and rebuilt[1:] == fresh[1:] and rebuilt[0] != fresh[0]
