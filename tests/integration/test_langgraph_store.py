@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import random
 import time
 import uuid
 from collections.abc import Iterator, Sequence
@@ -485,3 +486,30 @@ def test_store_rows_live_in_the_ghostmem_database(gm: GhostMem, pg_dsn: str, sto
             (gm.owner,),
         ).fetchone()
     assert row == ({"content": "in postgres"}, "in postgres", True)
+
+
+def test_a_query_of_thousands_of_words_is_answered_by_its_longest(gm: GhostMem, owner: str) -> None:
+    """An agent's query is any text: one of 3,000 words (22 kB) over 300 items was matched and ranked word by word
+    against every item (20 s for 2,000 words, 160 s for 1,000 words over 5,000 items). It keeps its 64 longest
+    words, as a search of messages does: answered well within a statement timeout, the item holding the longest
+    words among the found."""
+    from ghostmem.items import ItemWrite, search_items, write_items
+
+    rng = random.Random(7)
+    with gm.connection() as conn:
+        writes = [
+            ItemWrite(("n",), f"k{i}", {"i": i}, " ".join(f"w{rng.randrange(5000)}" for _ in range(20)), None)
+            for i in range(300)
+        ]
+        writes.append(
+            ItemWrite(
+                ("n",), "long", {"i": -1}, "antidisestablishmentarianism of the counterrevolutionaries", None
+            )
+        )
+        write_items(conn, owner, writes, gm.embedder)
+        query = " ".join(
+            ["counterrevolutionaries", "antidisestablishmentarianism"] + [f"w{i}" for i in range(3000)]
+        )
+        conn.execute("SET statement_timeout = '10s'")
+        found = search_items(conn, owner, ("n",), embedder=gm.embedder, query=query, limit=60)
+    assert "long" in [item.key for item in found], [(item.key, item.score) for item in found]
