@@ -14,6 +14,7 @@ from ghostmem import GhostMem, HashEmbedder
 from ghostmem.config import EMBEDDED_DATABASE, Settings
 from ghostmem.doctor import diagnose
 from psycopg import sql
+from support.copies import vector_bits, word_counts
 
 RUNTIME = "ghostmem_runtime"
 # Schemas whose functions the database's own extensions and PostgreSQL provide: everything else is ghostmem's.
@@ -361,3 +362,89 @@ def test_doctor_fails_when_the_runtime_role_may_create_where_the_functions_look(
     assert not report["ok"]
     assert report["checks"]["runtime_role"]["create_in"] == ["public"]
     assert "REVOKE CREATE ON SCHEMA public" in report["checks"]["runtime_role"]["hint"]
+
+
+def test_the_copies_kept_by_triggers_ignore_temp_objects_named_as_their_tables(
+    admin: psycopg.Connection[Any], pg_dsn: str, owner: str
+) -> None:
+    """The triggers that keep the word counts (107) and the vector bits (110) run as whoever writes messages. An
+    application login puts temp tables named as their transition tables (one holding a planted row of another
+    owner) and as the tables they write first on its search path, then writes, moves, unembeds and deletes a
+    message: the real copies follow exactly (recomputed from the messages), the temp tables stay empty and the
+    planted row is written nowhere."""
+    role = f"ghostmem_app_{uuid.uuid4().hex[:8]}"
+    ident = sql.Identifier(role)
+    admin.execute(sql.SQL("CREATE ROLE {} LOGIN").format(ident))
+    admin.execute("SELECT ghostmem.grant_app(%s, %s, false)", (role, RUNTIME))
+    admin.execute(
+        sql.SQL("GRANT TEMPORARY ON DATABASE {} TO {}").format(sql.Identifier(admin.info.dbname), ident)
+    )
+    info = psycopg.conninfo.conninfo_to_dict(pg_dsn)
+    vec = "[" + ",".join(["0.05"] * 384) + "]"
+    try:
+        with psycopg.connect(
+            psycopg.conninfo.make_conninfo(**{**info, "user": role}), autocommit=True
+        ) as conn:
+            for name in ("new_rows", "old_rows"):
+                conn.execute(
+                    sql.SQL("CREATE TEMP TABLE {} AS SELECT * FROM ghostmem.messages LIMIT 0").format(
+                        sql.Identifier(name)
+                    )
+                )
+                conn.execute(
+                    sql.SQL(
+                        "INSERT INTO pg_temp.{} (owner, id, tier, conv_id, seq, native_id, role, text, platform,"
+                        " content_hash) VALUES ('planted-victim', -1, 'personal', 'planted', 0, 'p', 'user',"
+                        " 'planted words', 'claude_code', '\\x00')"
+                    ).format(sql.Identifier(name))
+                )
+            for name in ("message_lengths", "message_bits", "message_vectors"):
+                conn.execute(
+                    sql.SQL("CREATE TEMP TABLE {} (LIKE ghostmem.{})").format(
+                        sql.Identifier(name), sql.Identifier(name)
+                    )
+                )
+            conn.execute("SET search_path = pg_temp, ghostmem, public")
+            # the trap is live: in the session's own statements the names are its temp tables
+            assert conn.execute("SELECT count(*) FROM new_rows").fetchone() == (1,)
+            assert conn.execute("SELECT count(*) FROM message_lengths").fetchone() == (0,)
+            conv = f"shadowed-{uuid.uuid4().hex[:6]}"
+            conn.execute(
+                "INSERT INTO ghostmem.conversations (owner, tier, conv_id, platform, title, msg_count)"
+                " VALUES (%s, 'personal', %s, 'claude_code', 'shadowed', 1)",
+                (owner, conv),
+            )
+            for statement, expected in (
+                (
+                    "INSERT INTO ghostmem.messages (owner, tier, conv_id, seq, native_id, role, text, ts, platform,"
+                    " content_hash, embedding) VALUES (%(owner)s, 'personal', %(conv)s, 0, 'm0', 'user',"
+                    " 'the deploy words of a shadowed session', now(), 'claude_code', '\\x01', %(vec)s::public.vector)",
+                    (1, 1),
+                ),
+                (
+                    "UPDATE ghostmem.messages SET project = 'moved', text = text || ' and more'"
+                    " WHERE owner = %(owner)s AND conv_id = %(conv)s",
+                    (1, 1),
+                ),
+                (
+                    "UPDATE ghostmem.messages SET embedding = NULL WHERE owner = %(owner)s AND conv_id = %(conv)s",
+                    (1, 0),
+                ),
+                ("DELETE FROM ghostmem.messages WHERE owner = %(owner)s AND conv_id = %(conv)s", (0, 0)),
+            ):
+                conn.execute(statement, {"owner": owner, "conv": conv, "vec": vec})
+                copies = (word_counts(admin), vector_bits(admin))
+                for kept, actual in copies:
+                    assert kept == actual, statement
+                    assert not any(row[0] == "planted-victim" for row in kept), statement
+                assert tuple(sum(row[3] == conv for row in kept) for kept, _ in copies) == expected, statement
+                shadows = conn.execute(
+                    "SELECT (SELECT count(*) FROM pg_temp.message_lengths), (SELECT count(*) FROM"
+                    " pg_temp.message_bits), (SELECT count(*) FROM pg_temp.message_vectors)"
+                ).fetchone()
+                assert shadows == (0, 0, 0), statement
+            conn.execute("DISCARD TEMP")
+    finally:
+        admin.execute("SELECT ghostmem.revoke_app(%s, %s)", (role, RUNTIME))
+        admin.execute(sql.SQL("DROP OWNED BY {}").format(ident))
+        admin.execute(sql.SQL("DROP ROLE {}").format(ident))
