@@ -67,12 +67,18 @@ def search_ghost_memories(ctx: OpContext, args: SearchGhostMemoriesArgs) -> Prog
     """Ranked ghost memories visible under the claimed project; an empty query is the top-ranked overview.
 
     Every returned row is bumped by the database in the same transaction (an overview as an overview, which
-    the default ranking does not count as use).
+    the default ranking does not count as use). A query is embedded only when some memory is visible to rank: a
+    store without ghosts (a new home, an agent's first call) answers at once, without preparing the model.
     """
     claimed = _claimed(ctx, args.current_project)
     query = args.query.strip()
-    vector = (yield Embed(query)) if query else None
     yield from _act_as_runtime(ctx, claimed)
+    vector = None
+    if query:
+        visible = yield Query("SELECT agent.has_visible_ghosts(%s, %s) AS any", (ctx.owner, claimed))
+        if not visible[0]["any"]:
+            return GhostList(query=query, current_project=claimed, rows=[])
+        vector = yield Embed(query)
     rows = yield Query(
         "SELECT * FROM agent.search_ghost_ranked(%s, %s, %s, %s::vector, %s, %s, %s)",
         (ctx.owner, claimed, query, vector, japanese.terms(query), args.formula, args.limit),

@@ -154,6 +154,11 @@ class _Plan:
     vector: bool
     scan: Scan  # how the vector leg reads (vector_scan)
 
+    @property
+    def searches(self) -> bool:
+        """False when no leg runs (a vector search of a scope without messages): nothing to find, no statement."""
+        return self.lexical or self.vector
+
 
 # A project is a case-insensitive substring of the message's project or of its conversation's title. An OR with a
 # sub-select keeps this a (hashed) filter of the scan instead of a join after it; the conversations whose title
@@ -676,9 +681,10 @@ def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int, floor: flo
     share = float(rows[0]["share"] or 0.0)
     vec_depth = vector_depth(args.limit, depth, (share if lexical else 0.0) if filtered else None)
     literals["vec_depth"] = sql.Literal(vec_depth)
-    if lexical and not rows[0]["scope_rows"]:
+    if not rows[0]["scope_rows"]:
         # No message in scope (an empty store, a project or time window without any): the vector leg could find
-        # nothing, so the query is not embedded (on a new home that would first prepare the model, ~20 s).
+        # nothing, so the query is not embedded (on a new home that would first prepare the model, ~20 s); a
+        # search by meaning alone then runs no leg at all.
         return _Plan(params=params, literals=literals, lexical=lexical, vector=False, scan="hnsw")
     literals["candidates"] = sql.Literal(quantized_candidates(vec_depth))
     scan = vector_scan(
@@ -713,6 +719,8 @@ def search_messages(
     calibrate :data:`SIMILARITY_FLOOR`; -1 turns it off).
     """
     plan = yield from _plan(ctx, args, depth, floor)
+    if not plan.searches:
+        return []
     statement = _fused_messages(args, plan) + sql.SQL(
         """
         SELECT f.*, m.seq, m.native_id, m.role, m.ts, m.speaker, m.text
@@ -727,6 +735,8 @@ def search_messages(
 
 def search_personal_memory(ctx: OpContext, args: SearchPersonalMemoryArgs) -> Program[SearchResult]:
     plan = yield from _plan(ctx, args, max(DEPTH_PER_LEG, 5 * args.limit), SIMILARITY_FLOOR)
+    if not plan.searches:
+        return SearchResult(query=args.query, rows=[])
     statement = _fused_messages(args, plan) + sql.SQL(
         """,
         hits AS (

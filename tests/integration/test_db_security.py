@@ -224,6 +224,9 @@ def _api_calls(owner: str, victim_id: int, own_id: int) -> list[tuple[str, str, 
     return [
         ("claim_refusal", "SELECT agent.claim_refusal(%s)", (None,)),
         ("claim_refusal", "SELECT agent.claim_refusal(%s)", ("alpha",)),
+        ("has_visible_ghosts", "SELECT agent.has_visible_ghosts(%s, %s)", (owner, None)),
+        ("has_visible_ghosts", "SELECT agent.has_visible_ghosts(%s, %s)", (owner, "alpha")),
+        ("has_visible_ghosts", "SELECT agent.has_visible_ghosts(%s, %s)", ("victim", None)),
         ("search_ghost_ranked", search, (owner, None, "", None, None, "default", 10)),
         ("search_ghost_ranked", search, (owner, "alpha", "deploy the rules", vec, None, "default", 5)),
         (

@@ -152,10 +152,10 @@ def test_a_wrong_command_line_is_said_before_anything_is_started_or_created(embe
 def test_the_first_commands_on_a_new_home_say_what_takes_long_and_skip_what_is_not_needed(
     embedded_home: Path,
 ) -> None:
-    """With the real model, as a new user meets it: the first search of an empty store embeds nothing (so it does
-    not prepare the model, ~20 s, for nothing); the command that does prepare it (here an import in a pipe, where
-    no progress display shows) says so in one line on stderr, once, and nothing else is printed (no library's
-    warning or bar); later commands say nothing of it."""
+    """With the real model, as a new user meets it: the first searches of an empty store (hybrid, by meaning alone,
+    of ghost memories) embed nothing (so they do not prepare the model, ~20 s, for nothing); the command that does
+    prepare it (here an import in a pipe, where no progress display shows) says so in one line on stderr, once, and
+    nothing else is printed (no library's warning or bar); later commands say nothing of it."""
     first = _ghostmem(embedded_home, "search", "server does not start", model=DEFAULT_EMBED_MODEL)
     assert first.returncode == 0 and first.stdout.startswith("Nothing relevant to"), (
         first.stdout + first.stderr
@@ -163,6 +163,10 @@ def test_the_first_commands_on_a_new_home_say_what_takes_long_and_skip_what_is_n
     # (as root, ghostmem's own warning may say why it opened the home to the server's user)
     said = [line for line in first.stderr.splitlines() if "WARNING: running as root" not in line]
     assert [line.split(" (pid")[0] for line in said] == ["ghostmem: started the embedded Postgres server"]
+    # nor does a search by meaning alone, or a search of ghost memories where there is none
+    for argv in (["search", "server does not start", "--mode", "vector"], ["ghosts", "deploy rules"]):
+        quiet = _ghostmem(embedded_home, *argv, model=DEFAULT_EMBED_MODEL)
+        assert quiet.returncode == 0 and quiet.stderr == "", (argv, quiet.stdout + quiet.stderr)
     assert not (embedded_home / "models").exists()  # the model was not prepared
 
     imported = _ghostmem(embedded_home, "import", str(sample_exports()), model=DEFAULT_EMBED_MODEL)

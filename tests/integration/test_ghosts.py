@@ -26,6 +26,7 @@ from ghostmem.program import run_sync
 from psycopg import sql
 from psycopg.rows import dict_row
 from support.adapters import surface_caller
+from support.embedders import CountingEmbedder
 
 RUNTIME = "ghostmem_runtime"
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -629,6 +630,27 @@ def test_role_project_map_refuses_claims_outside_it(
     assert run_as(dsn, owner, "search_ghost_memories", {"current_project": "beta"}).rows != []
     with pytest.raises(InvalidArgument, match="no database role"):
         grant_project(admin, "no_such_role_" + uuid.uuid4().hex[:6], "alpha")
+
+
+def test_a_ghost_search_with_nothing_to_rank_embeds_nothing(pg_dsn: str, owner: str) -> None:
+    """A query is embedded only when some memory is visible under the claim: an owner without ghosts (a new home,
+    an agent's first call), a claim under which none of its memories is visible, or another owner's memories give
+    an empty answer at once (with the real model on a new home, embedding would first prepare it, ~20 s)."""
+    counting = CountingEmbedder()
+    with GhostMem(dsn=pg_dsn, owner=owner, embedder=counting) as gm:
+        assert gm.search_ghost_memories("deploy on fridays").data.rows == []
+        assert counting.texts == []
+        gm.remember("alpha deploys on Mondays", scope="project", project="alpha")
+        counting.texts.clear()
+        assert gm.search_ghost_memories("deploy", current_project="beta").data.rows == []
+        assert gm.search_ghost_memories("deploy").data.rows == []
+        assert counting.texts == []
+        found = gm.search_ghost_memories("deploy", current_project="alpha").data.rows
+        assert [r.content for r in found] == ["alpha deploys on Mondays"]
+        assert counting.texts == ["deploy"]
+    with GhostMem(dsn=pg_dsn, owner=f"{owner}-other", embedder=counting) as other:
+        assert other.search_ghost_memories("deploy", current_project="alpha").data.rows == []
+        assert counting.texts == ["deploy"]
 
 
 def test_missing_runtime_role_is_explained(gm: GhostMem, pg_dsn: str, owner: str) -> None:

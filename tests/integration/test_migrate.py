@@ -346,7 +346,8 @@ def test_105_drops_the_old_ghost_signatures_and_grants_the_new_ones_to_the_same_
             conn.execute("DROP ROLE " + second)
     assert len(old) == 10 and left == [] and same_args == (0,)
     assert before["remember"] == {RUNTIME, second} and "PUBLIC" not in set().union(*after.values())
-    assert after == before
+    # later API functions (127's has_visible_ghosts) go to the same roles
+    assert after == {**before, "has_visible_ghosts": {RUNTIME, second}}
 
 
 @pytest.mark.parametrize(

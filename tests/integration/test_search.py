@@ -26,6 +26,7 @@ from ghostmem.search import (
 from ghostmem.store import fill_morphemes
 from psycopg import Connection, sql
 from support.conversations import conversation, ids, import_generic
+from support.embedders import CountingEmbedder
 
 
 @pytest.fixture
@@ -368,29 +369,22 @@ def test_cjk_queries_rank_by_words() -> None:
     assert vector_weight("What did Ann say in 2024?") == 1.0
 
 
-class _CountingEmbedder(HashEmbedder):
-    """The hash embedder, keeping every text it embedded."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.texts: list[str] = []
-
-    def embed_query(self, text: str) -> list[float]:
-        self.texts.append(text)
-        return super().embed_query(text)
-
-
-def test_a_search_of_a_scope_without_messages_embeds_nothing(store: GhostMem, pg_dsn: str) -> None:
+@pytest.mark.parametrize("mode", ["hybrid", "vector"])
+def test_a_search_of_a_scope_without_messages_embeds_nothing(store: GhostMem, pg_dsn: str, mode: str) -> None:
     """An empty store (a new home's first search) or a project without messages gives the vector leg nothing to
-    find: the query is not embedded, which with the real model on a new home would first prepare it (~20 s)."""
-    counting = _CountingEmbedder()
+    find: the query is not embedded, which with the real model on a new home would first prepare it (~20 s); a
+    search by meaning alone then has no leg to run and finds nothing, as the hybrid does."""
+    counting = CountingEmbedder()
     with GhostMem(dsn=pg_dsn, owner=store.owner, embedder=counting) as gm:
-        assert ids(gm.search_personal_memory("vacuum", project="no-such-project")) == []
+        assert ids(gm.search_personal_memory("vacuum", project="no-such-project", mode=mode)) == []
+        args = SearchPersonalMemoryArgs(query="vacuum", project="no-such-project", mode=mode)
+        with gm.connection() as conn:
+            assert run_sync(search_messages(gm.context, args, 50), conn, gm.embedder) == []
         assert counting.texts == []
-        assert ids(gm.search_personal_memory("vacuum locks", limit=5))[0] in {"pg", "old-pg"}
+        assert ids(gm.search_personal_memory("vacuum locks", limit=5, mode=mode))[0] in {"pg", "old-pg"}
         assert counting.texts == ["vacuum locks"]  # a scope with messages is searched by meaning too
     with GhostMem(dsn=pg_dsn, owner=f"nobody-yet-{uuid.uuid4()}", embedder=counting) as empty:
-        result = empty.search_personal_memory("vacuum locks")
+        result = empty.search_personal_memory("vacuum locks", mode=mode)
         assert result.data.rows == [] and result.text.startswith("Nothing relevant to")
     assert counting.texts == ["vacuum locks"]
 

@@ -14,6 +14,7 @@ from ghostmem.program import Embed, Program, Query
 
 ROLE_OK = [{"present": True, "member": True}]
 NO_REFUSAL = [{"refusal": None}]
+VISIBLE = [{"any": True}]
 MEMORY = {
     "memory_id": 7,
     "content": "run the migrations first",
@@ -57,13 +58,14 @@ def test_search_switches_role_then_checks_the_claim_then_calls_the_api() -> None
         ghosts.search_ghost_memories(
             ctx, SearchGhostMemoriesArgs(query=" deploys ", current_project="alpha")
         ),
-        [[0.0, 1.0], ROLE_OK, None, NO_REFUSAL, [MEMORY]],
+        [ROLE_OK, None, NO_REFUSAL, VISIBLE, [0.0, 1.0], [MEMORY]],
     )
-    assert isinstance(steps[0], Embed) and steps[0].text == "deploys"
-    assert "SET LOCAL ROLE" in steps[2].text.as_string()
-    assert steps[3].params == ("alpha",)
+    assert "SET LOCAL ROLE" in steps[1].text.as_string()
+    assert steps[2].params == ("alpha",)
+    assert "has_visible_ghosts" in steps[3].text and steps[3].params == ("o", "alpha")
+    assert isinstance(steps[4], Embed) and steps[4].text == "deploys"
     # the vector as embedded; an English query has no Japanese words
-    assert steps[4].params == ("o", "alpha", "deploys", [0.0, 1.0], None, "default", 10)
+    assert steps[5].params == ("o", "alpha", "deploys", [0.0, 1.0], None, "default", 10)
     assert result.rows[0].memory_id == 7
     assert list(result.rows[0].breakdown) == ["activation", "scope_bonus", "semantic", "recency_factor"]
 
@@ -73,7 +75,7 @@ def test_japanese_words_go_with_the_query_and_the_content() -> None:
     ctx = OpContext(owner="o")
     steps, _ = drive(
         ghosts.search_ghost_memories(ctx, SearchGhostMemoriesArgs(query="昨日読んだ")),
-        [[1.0], NO_REFUSAL, []],
+        [NO_REFUSAL, VISIBLE, [1.0], []],
     )
     assert steps[-1].params[4] == ["ja:昨日", "ja:読む"]
     steps, _ = drive(
@@ -88,6 +90,15 @@ def test_an_empty_query_embeds_nothing() -> None:
     )
     assert not any(isinstance(s, Embed) for s in steps)
     assert steps[-1].params[3] is None and result.rows == []
+
+
+def test_a_query_with_no_memory_visible_embeds_nothing_and_calls_no_search() -> None:
+    steps, result = drive(
+        ghosts.search_ghost_memories(OpContext(owner="o"), SearchGhostMemoriesArgs(query="deploys")),
+        [NO_REFUSAL, [{"any": False}]],
+    )
+    assert len(steps) == 2 and not any(isinstance(s, Embed) for s in steps)
+    assert result.query == "deploys" and result.rows == []
 
 
 def test_a_bound_project_wins_over_the_models_argument() -> None:
