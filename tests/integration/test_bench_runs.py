@@ -141,9 +141,10 @@ def test_fairness_runs_the_small_owner_in_both_databases(
 ) -> None:
     run = results["fairness"]
     assert [c["case"] for c in run["cases"]] == [c.label for c in peers.default_cases()]
-    for case in run["cases"]:
-        assert case["shared"]["n"] == case["own"]["n"] == run["queries"]
+    for case in run["cases"]:  # every pass searches every query in both databases
+        assert case["shared"]["n"] == case["own"]["n"] == run["queries"] * run["passes"] == run["queries"] * 3
         assert case["ratio_shared_over_own"]["p95"] > 0
+        assert len(case["p95_ratio_by_pass"]) == run["passes"] and min(case["p95_ratio_by_pass"]) > 0
     # the same data in both databases: the same conversations, but for an approximate HNSW scan now and then
     assert sum(c["same_results"] for c in run["cases"]) >= 0.8 * run["queries"] * len(run["cases"])
     for dsn, owners in ((bench_dsn, {corpus.OWNER, fairness.SMALL_OWNER}), (own_dsn, {fairness.SMALL_OWNER})):
