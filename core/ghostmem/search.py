@@ -546,14 +546,26 @@ def _filter_share(args: SearchPersonalMemoryArgs) -> sql.Composable:
 def _scope_rows(args: SearchPersonalMemoryArgs) -> sql.Composable:
     """SQL for how many rows an exact scan of the vector leg would read (the index it reads through; the other
     filters are checked on those rows): with a project, the rows of the owner's matching projects and titled
-    conversations; else with a time window, the owner's messages in it; else all of them. From migration 092's
-    counts and the conversations' message counts, which also count messages without a vector: an upper bound."""
+    conversations; else with a platform, the platform's rows (migration 120's (owner, tier, platform, ts) index),
+    within the time window if there is one (its share of the owner's messages, taken as independent, as in
+    :func:`_filter_share`); else with a time window, the owner's messages in it; else all of them. From migration
+    092's counts and the conversations' message counts, which also count messages without a vector: an upper
+    bound."""
     if args.project is not None:
         return sql.SQL(
             "((SELECT coalesce(sum(c.n), 0) FROM ghostmem.message_counts c WHERE {owner} AND c.project ILIKE"
             " %(project)s) + (SELECT coalesce(sum(c.msg_count), 0) FROM ghostmem.conversations c WHERE {owner}"
             " AND c.title ILIKE %(project)s))"
         ).format(owner=_COUNTED)
+    if args.platform is not None:
+        platform = sql.SQL(
+            "(SELECT coalesce(sum(c.n), 0) FROM ghostmem.message_counts c WHERE {owner} AND c.platform = %(platform)s)"
+        ).format(owner=_COUNTED)
+        if args.days is None:
+            return platform
+        return sql.SQL("ceil({platform} * {window} / greatest({total}, 1))").format(
+            platform=platform, window=_WINDOW_ROWS, total=_OWNER_ROWS
+        )
     return _WINDOW_ROWS if args.days is not None else _OWNER_ROWS
 
 

@@ -39,6 +39,7 @@ BEFORE_GHOST_WORDS = (
 )
 BEFORE_WORD_COUNTS = 106  # everything before 107_message_lengths, which copies each message's word count
 BEFORE_MESSAGE_BITS = 109  # everything before 110_message_bits, which quantizes the compact vectors
+BEFORE_PLATFORM_SCOPE = 119  # everything before 120_vector_platform_scope, which indexes them by platform
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
@@ -356,16 +357,17 @@ def test_105_drops_the_old_ghost_signatures_and_grants_the_new_ones_to_the_same_
         (BEFORE_GHOST_WORDS, "ghostmem.messages"),
         (BEFORE_WORD_COUNTS, "ghostmem.messages"),
         (BEFORE_MESSAGE_BITS, "ghostmem.message_vectors"),
+        (BEFORE_PLATFORM_SCOPE, "ghostmem.message_vectors"),
     ],
 )
 def test_an_upgrade_killed_in_the_middle_of_a_migration_resumes(
     empty_dsn: str, start: int, held: str
 ) -> None:
-    """A store at 100 (or 106, or 109) with data (a word of 2,040 bytes and a message of ~57,000 distinct CJK pairs
-    among it, too long for 102's owner-keyed words if they were keyed whole), upgraded by a process SIGKILLed while
-    101 (or 107, or 110) is running (it waits for the table it copies, which an administrator holds): nothing of it
-    is left, and the next upgrade applies every migration with the data kept, the compact vectors, their bits and
-    the word counts complete and the odd messages found."""
+    """A store at 100 (or 106, 109, 119) with data (a word of 2,040 bytes and a message of ~57,000 distinct CJK
+    pairs among it, too long for 102's owner-keyed words if they were keyed whole), upgraded by a process SIGKILLed
+    while 101 (or 107, 110, 120) is running (it waits for the table it copies or indexes, which an administrator
+    holds): nothing of it is left, and the next upgrade applies every migration with the data kept, the compact
+    vectors, their bits and the word counts complete, the indexes built and the odd messages found."""
     owner = f"killed-{uuid.uuid4().hex[:8]}"
     rng = random.Random(7)
     cjk = " ".join("".join(chr(0x4E00 + rng.randrange(3000)) for _ in range(20)) for _ in range(3000))
@@ -434,6 +436,13 @@ def test_an_upgrade_killed_in_the_middle_of_a_migration_resumes(
         assert len(actual) == 2 and kept == actual
         kept, actual = word_counts(conn)
         assert len(actual) == 4 and kept == actual
+        # a killed 120 left none of its indexes half built (invalid); the rerun built them
+        valid = conn.execute(
+            "SELECT count(*) FILTER (WHERE indisvalid) FROM pg_index WHERE indexrelid IN"
+            " ('ghostmem.message_vectors_owner_platform_ts'::regclass,"
+            " 'ghostmem.message_bits_owner_platform_ts'::regclass)"
+        ).fetchone()
+        assert valid == (2,)
     with GhostMem(dsn=empty_dsn, owner=owner, embedder=HashEmbedder()) as gm:
         for word in ("zebrafinch", "narwhal"):
             assert [r.conv_id for r in gm.search_personal_memory(word, mode="lexical").data.rows] == ["odd"]

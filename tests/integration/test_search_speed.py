@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -298,16 +299,18 @@ def test_the_vector_leg_chooses_the_cheapest_scan() -> None:
     assert vector_scan(100_000, 100_000, 100_000, 100, ef) == "hnsw"  # no filter
     assert vector_scan(8_740, 8_740, 100_000, 20, ef) == "quantized"  # days=7: 20 rows of 9% of the index
     assert vector_scan(16_608, 16_608, 100_000, 20, ef) == "hnsw"  # days=30: 17%
-    assert vector_scan(100_000, 14_440, 100_000, 20, ef) == "hnsw"  # a platform: its scope is every message
+    assert vector_scan(14_440, 14_440, 100_000, 20, ef) == "hnsw"  # a platform (its rows: migration 120), 14%
+    assert vector_scan(4_430, 4_430, 100_000, 50, ef) == "exact"  # a platform of 4% (narrow: 50 rows)
     assert vector_scan(3_237, 3_237, 100_000, 50, ef) == "exact"  # one project of 3,200 messages
     # one owner of 1,000,000 messages
     assert vector_scan(34_057, 34_057, 1_010_845, 50, ef) == "quantized"  # one project: 3.4%
     assert vector_scan(82_669, 82_669, 1_010_845, 20, ef) == "hnsw"  # the last 7 days
     # 10,000 messages beside 1,000,000 of another owner, and in a database of their own
     assert vector_scan(10_000, 10_000, 1_010_845, 100, ef) == "quantized"
-    assert vector_scan(10_000, 1_281, 1_010_845, 100, ef) == "quantized"  # a platform
+    assert vector_scan(1_281, 1_281, 1_010_845, 20, ef) == "exact"  # a platform (13%: 20 rows)
     assert vector_scan(961, 961, 1_010_845, 100, ef) == "exact"  # their last 7 days
     assert vector_scan(10_000, 10_000, 10_000, 100, ef) == "hnsw"
+    assert vector_scan(1_281, 1_281, 10_000, 20, ef) == "exact"  # a platform (HNSW before 120: scope 10,000)
     # a filter that the counts say nothing passes: the index scan would run to its tuple cap
     assert vector_scan(5_000, 0, 100_000, 50, ef) == "exact"
 
@@ -340,17 +343,44 @@ def test_a_scope_is_read_through_its_index(
             with GhostMem(dsn=dsn, owner=owner, embedder=HashEmbedder()) as gm:
                 import_generic(gm, tmp_path / f"{owner}.jsonl", convs)
         with GhostMem(dsn=dsn, owner="small", embedder=HashEmbedder()) as gm:
+            # the conversations spread over four platforms, three of small's on one
             with gm.connection() as conn:
+                conn.execute(
+                    "UPDATE ghostmem.messages SET platform = CASE WHEN conv_id IN ('s0', 's1', 't') THEN 'codex'"
+                    " ELSE (ARRAY['generic', 'codex', 'gemini', 'cursor'])[1 + abs(hashtext(conv_id)) % 4] END"
+                )
                 for table in ("messages", "message_vectors", "message_bits"):
                     conn.execute(f"ANALYZE ghostmem.{table}")
             text, _ = _statement(gm, SearchPersonalMemoryArgs(query="tiny deploy"))
             assert "FROM ghostmem.message_vectors m" in text  # the model's choice for 12 rows
+            # a platform's scope is its rows (counted by 092), within a time window its share of them
+            scopes: list[int] = []
+
+            def exact(scope_rows: int, *_: Any) -> str:
+                scopes.append(scope_rows)
+                return "exact"
+
+            monkeypatch.setattr(search, "vector_scan", exact)
+            _statement(gm, SearchPersonalMemoryArgs(query="tiny deploy", platform="codex"))
+            _statement(gm, SearchPersonalMemoryArgs(query="tiny deploy", platform="codex", days=3))
+            _statement(gm, SearchPersonalMemoryArgs(query="tiny deploy", platform="codex", project="tiny"))
+            with gm.connection() as conn:
+                codex, total, window, project = conn.execute(
+                    "SELECT count(*) FILTER (WHERE platform = 'codex'), count(*), count(*) FILTER (WHERE (ts AT TIME ZONE"
+                    " 'UTC')::date >= ((now() - interval '3 days') AT TIME ZONE 'UTC')::date),"
+                    " count(*) FILTER (WHERE project = 'tiny' OR conv_id = 't')"
+                    " FROM ghostmem.messages WHERE owner = 'small'"
+                ).fetchone() or (0, 0, 0, 0)
+            assert 0 < codex < total and 0 < window < total
+            assert scopes == [codex, math.ceil(codex * window / total), project]  # a project: its own rows
             for scan, table in (("exact", "message_vectors"), ("quantized", "message_bits")):
                 monkeypatch.setattr(search, "vector_scan", lambda *_, scan=scan: scan)
                 for filters, index in (
                     ({}, f"on {table}_owner_"),  # any of its indexes leads with (owner, tier)
                     ({"days": 7}, f"{table}_owner_ts"),
-                    ({"project": "tiny"}, f"{table}_owner_project_ts"),
+                    ({"platform": "codex"}, f"{table}_owner_platform_ts"),  # migration 120
+                    ({"platform": "codex", "days": 7}, f"{table}_owner_platform_ts"),
+                    ({"project": "tiny"}, f"{table}_owner_project_ts"),  # last: with its titled conversation
                 ):
                     text, plan = _statement(gm, SearchPersonalMemoryArgs(query="tiny deploy", **filters))
                     vec_scan = plan.split("CTE vec_scan", 1)[1].split("\n  CTE ", 1)[0]
@@ -392,7 +422,8 @@ def test_the_exact_and_quantized_scans_find_the_nearest_messages(
     scan of the stored vectors, as the HNSW path does, under every filter: the same distances (halfvec rounds each
     by less than 1e-3, so messages at the same distance may come in another order). With fewer candidates than
     the scope the quantized scan still returns the owner's messages within the filter, ordered by their true
-    distance. Another owner's messages, the query itself (Hamming distance 0), never come back."""
+    distance. Another owner's messages, the query itself (Hamming distance 0) on the platform searched, never come
+    back."""
 
     def text(i: int) -> str:  # a mix of the query's words and others: distances spread out
         words = (
@@ -406,6 +437,12 @@ def test_the_exact_and_quantized_scans_find_the_nearest_messages(
     ]
     convs.append(conversation("titled", "alpha review", 1, ["deploy review of the week", "all green"]))
     import_generic(gm, tmp_path / "mine.jsonl", convs)
+    # half of them on another platform: a platform's scope is its own index range
+    with gm.connection() as conn:
+        conn.execute(
+            "UPDATE ghostmem.messages SET platform = 'codex' WHERE owner = %s AND conv_id ~ '^c[0-9]*[13579]$'",
+            (gm.context.owner,),
+        )
     query = "deploy deploy deploy plan plan number"
     with GhostMem(dsn=gm.dsn, owner=f"{owner}-mallory", embedder=HashEmbedder()) as mallory:
         import_generic(
