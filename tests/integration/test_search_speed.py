@@ -188,6 +188,61 @@ def test_counts_compact_vectors_and_word_counts_follow_every_write(own_dsn: str,
             assert vector_bits(conn) == (set(), set())
 
 
+def test_the_copies_pair_old_and_new_rows_by_the_messages_key(own_dsn: str, tmp_path: Path) -> None:
+    """The messages' key is (id, owner) (migration 100): two owners may hold one id (rows written with explicit
+    ids, as a restore or a merge of two stores writes them). Updates touching both owners' rows of the same ids —
+    one owner's rows, both at once, a word refill, a vector lost, a message moved to a third owner — leave the
+    counts (092), compact vectors (101), word counts (107) and bits (110) exactly as recomputed. Paired by id alone,
+    an update of both failed ("ON CONFLICT DO UPDATE command cannot affect row a second time")."""
+    for name in ("ann", "bob", "cy"):
+        with GhostMem(dsn=own_dsn, owner=name, embedder=HashEmbedder()) as gm:
+            texts = [f"{name} deploys the staging server", "the answer with more words", "short"]
+            import_generic(gm, tmp_path / f"{name}.jsonl", [conversation("c", "talk", 2, texts, project="p")])
+    with GhostMem(dsn=own_dsn, owner="ann", embedder=HashEmbedder()) as gm, gm.connection() as conn:
+        # bob's messages written again with ann's ids
+        conn.execute(
+            "CREATE TEMP TABLE bob_rows AS SELECT m.*, row_number() OVER (ORDER BY m.id) AS nth"
+            " FROM ghostmem.messages m WHERE m.owner = 'bob'"
+        )
+        conn.execute("DELETE FROM ghostmem.messages WHERE owner = 'bob'")
+        conn.execute(
+            "UPDATE bob_rows b SET id = a.id FROM (SELECT id, row_number() OVER (ORDER BY id) AS nth"
+            " FROM ghostmem.messages WHERE owner = 'ann') a WHERE a.nth = b.nth"
+        )
+        conn.execute("ALTER TABLE bob_rows DROP COLUMN nth")
+        conn.execute("INSERT INTO ghostmem.messages OVERRIDING SYSTEM VALUE SELECT * FROM bob_rows")
+        shared = conn.execute(
+            "SELECT count(*) FROM ghostmem.messages a JOIN ghostmem.messages b ON a.id = b.id"
+            " WHERE a.owner = 'ann' AND b.owner = 'bob'"
+        ).fetchone()
+        assert shared == (3,)
+
+        def exact() -> None:
+            for copies in (_counts, _vectors, word_counts, vector_bits):
+                kept, actual = copies(conn)
+                assert kept == actual, copies.__name__
+            assert len(_vectors(conn)[0]) > 0 and len(word_counts(conn)[0]) > 0
+
+        exact()
+        for update in (
+            "UPDATE ghostmem.messages SET project = 'q' WHERE owner = 'ann'",
+            "UPDATE ghostmem.messages SET ts = ts - interval '3 days' WHERE owner IN ('ann', 'bob')",
+            "UPDATE ghostmem.messages SET project = 'r', seq = seq + 10 WHERE owner IN ('ann', 'bob')",
+            "UPDATE ghostmem.messages SET text = text || ' again' WHERE owner IN ('ann', 'bob')",
+            "UPDATE ghostmem.messages SET embedding = NULL WHERE owner = 'bob' AND seq = 10",
+            "UPDATE ghostmem.messages SET embedding = embedding, meta = meta WHERE true",
+            # a message moved: the same id under another owner (cy holds the conversation)
+            "UPDATE ghostmem.messages SET owner = 'cy', native_id = 'moved' WHERE owner = 'bob' AND seq = 11",
+        ):
+            conn.execute(update)
+            exact()
+        moved = conn.execute(
+            "SELECT v.owner FROM ghostmem.message_vectors v JOIN ghostmem.messages m ON m.id = v.id"
+            " AND m.owner = 'cy' AND m.native_id = 'moved' ORDER BY 1"
+        ).fetchall()
+        assert moved == [("ann",), ("cy",)]  # the moved message's copy (and ann's of the same id), none of bob's
+
+
 def test_the_store_size_of_the_idf_is_read_from_the_counts(gm: GhostMem, tmp_path: Path) -> None:
     """A query whose words are not all in one message fetches word by word; its idf needs the owner's store size,
     which comes from one row of message_counts (not from counting up to N_CAP rows of an index)."""
