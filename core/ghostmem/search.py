@@ -284,7 +284,7 @@ lex_cand AS MATERIALIZED (
         SELECT DISTINCT h.id FROM lex_hits h JOIN lex_idf t ON t.lexeme = h.lexeme
         WHERE h.kept AND (t.df < {df_cap} OR NOT EXISTS (SELECT 1 FROM lex_idf r WHERE r.df < {df_cap}))
     ) c
-    JOIN ghostmem.messages m ON m.id = c.id
+    JOIN ghostmem.messages m ON m.id = c.id AND m.owner = %(owner)s
     WHERE NOT EXISTS (SELECT 1 FROM lex_all a WHERE a.id = c.id AND a.kept)
 ),
 -- The query lexemes each candidate holds (their bits).
@@ -416,14 +416,14 @@ fused AS (
 # A message that says when gets a small bonus when the query asks when (see WHEN_BONUS).
 _WHEN_BONUS_SQL = sql.SQL(
     " + CASE WHEN EXISTS (SELECT 1 FROM ghostmem.messages x WHERE x.id = coalesce(l.id, v.id)"
-    " AND left(x.text, {time_chars}) ~* %(mentions_time)s) THEN {when_bonus} ELSE 0 END"
+    " AND x.owner = %(owner)s AND left(x.text, {time_chars}) ~* %(mentions_time)s) THEN {when_bonus} ELSE 0 END"
 )
 
 # A message written by a speaker the query names gets a small bonus in the fusion (about a third of what rank 1 of
 # a leg adds): "what did Ann say about X" is more often answered by Ann's messages than by those addressing her.
 _SPEAKER_BONUS_SQL = sql.SQL(
     " + CASE WHEN EXISTS (SELECT 1 FROM ghostmem.messages x WHERE x.id = coalesce(l.id, v.id)"
-    " AND lower(x.speaker) = ANY(%(speakers)s)) THEN {speaker_bonus} ELSE 0 END"
+    " AND x.owner = %(owner)s AND lower(x.speaker) = ANY(%(speakers)s)) THEN {speaker_bonus} ELSE 0 END"
 )
 
 
@@ -736,7 +736,7 @@ def search_messages(
     statement = _fused_messages(args, plan) + sql.SQL(
         """
         SELECT f.*, m.seq, m.native_id, m.role, m.ts, m.speaker, m.text
-        FROM fused f JOIN ghostmem.messages m ON m.id = f.id
+        FROM fused f JOIN ghostmem.messages m ON m.id = f.id AND m.owner = %(owner)s
         ORDER BY f.score DESC, f.id
         LIMIT {depth}
         """
@@ -774,7 +774,7 @@ def search_personal_memory(ctx: OpContext, args: SearchPersonalMemoryArgs) -> Pr
                                                 'lexical_score', h.lex_score, 'vector_rank', h.vec_rank,
                                                 'vector_distance', h.vec_dist, 'message_seq', m.seq))
                        FILTER (WHERE h.pos = 1) AS explain
-            FROM hits h JOIN ghostmem.messages m ON m.id = h.id
+            FROM hits h JOIN ghostmem.messages m ON m.id = h.id AND m.owner = %(owner)s
             WHERE h.tier = b.tier AND h.conv_id = b.conv_id AND h.pos <= {matches}
         ) x
         ORDER BY b.score DESC, b.tier = 'library', b.conv_id

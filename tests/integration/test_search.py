@@ -26,6 +26,7 @@ from ghostmem.search import (
 from ghostmem.store import fill_morphemes
 from psycopg import Connection, sql
 from support.conversations import conversation, ids, import_generic
+from support.copies import share_ids
 from support.embedders import CountingEmbedder
 
 
@@ -367,6 +368,33 @@ def test_cjk_queries_rank_by_words() -> None:
         vector_weight("Ein hypermoderner Dirigentを日本で言うと") == 0.0
     )  # a quoted phrase in a Japanese query
     assert vector_weight("What did Ann say in 2024?") == 1.0
+
+
+def test_a_search_never_shows_another_owners_message_of_the_same_id(pg_dsn: str, tmp_path: Path) -> None:
+    """The key of messages is (id, owner) (migration 100): two owners may hold one id (rows written with explicit
+    ids by a restore or a merge of two stores). Every join of the search back to the messages names the owner, so
+    ann's hits show her messages only, in every mode, with a speaker or a time in the query too (their bonuses
+    read the messages); joined by id alone, bob's secret came back among ann's matches."""
+    owners = [f"ann-{uuid.uuid4().hex[:6]}", f"bob-{uuid.uuid4().hex[:6]}"]
+    texts = {
+        owners[0]: ["when did ann deploy the staging server on friday", "it went fine on friday"],
+        owners[1]: ["bob's secret password is hunter2, friday deploy staging", "keep it secret"],
+    }
+    for owner in owners:
+        with GhostMem(dsn=pg_dsn, owner=owner, embedder=HashEmbedder()) as gm:
+            import_generic(gm, tmp_path / f"{owner}.jsonl", [conversation("c", "deploys", 1, texts[owner])])
+    with GhostMem(dsn=pg_dsn, owner=owners[0], embedder=HashEmbedder()) as gm:
+        with gm.connection() as conn:
+            assert share_ids(conn, owners[1], owners[0]) == 2
+        for mode in ("hybrid", "lexical", "vector"):
+            for query in ("friday deploy staging secret", "when did ann deploy on friday"):
+                hits = gm.search_personal_memory(query, mode=mode).data.rows
+                shown = [m.text for hit in hits for m in hit.matches]
+                assert shown and set(shown) <= set(texts[owners[0]]), (mode, query, shown)
+                args = SearchPersonalMemoryArgs(query=query, mode=mode)
+                with gm.connection() as conn:
+                    rows = run_sync(search_messages(gm.context, args, 50, floor=-1.0), conn, gm.embedder)
+                assert {r["text"] for r in rows} <= set(texts[owners[0]]), (mode, query)
 
 
 @pytest.mark.parametrize("mode", ["hybrid", "vector"])

@@ -15,7 +15,7 @@ from ghostmem.records import MessageRecord
 from ghostmem.search import search_messages, search_personal_memory, vector_scan
 from psycopg import Connection
 from support.conversations import conversation, import_generic
-from support.copies import vector_bits, word_counts
+from support.copies import share_ids, vector_bits, word_counts
 from support.databases import fresh_database
 from support.statements import generic_plan, recording
 
@@ -199,23 +199,7 @@ def test_the_copies_pair_old_and_new_rows_by_the_messages_key(own_dsn: str, tmp_
             texts = [f"{name} deploys the staging server", "the answer with more words", "short"]
             import_generic(gm, tmp_path / f"{name}.jsonl", [conversation("c", "talk", 2, texts, project="p")])
     with GhostMem(dsn=own_dsn, owner="ann", embedder=HashEmbedder()) as gm, gm.connection() as conn:
-        # bob's messages written again with ann's ids
-        conn.execute(
-            "CREATE TEMP TABLE bob_rows AS SELECT m.*, row_number() OVER (ORDER BY m.id) AS nth"
-            " FROM ghostmem.messages m WHERE m.owner = 'bob'"
-        )
-        conn.execute("DELETE FROM ghostmem.messages WHERE owner = 'bob'")
-        conn.execute(
-            "UPDATE bob_rows b SET id = a.id FROM (SELECT id, row_number() OVER (ORDER BY id) AS nth"
-            " FROM ghostmem.messages WHERE owner = 'ann') a WHERE a.nth = b.nth"
-        )
-        conn.execute("ALTER TABLE bob_rows DROP COLUMN nth")
-        conn.execute("INSERT INTO ghostmem.messages OVERRIDING SYSTEM VALUE SELECT * FROM bob_rows")
-        shared = conn.execute(
-            "SELECT count(*) FROM ghostmem.messages a JOIN ghostmem.messages b ON a.id = b.id"
-            " WHERE a.owner = 'ann' AND b.owner = 'bob'"
-        ).fetchone()
-        assert shared == (3,)
+        assert share_ids(conn, "bob", "ann") == 3  # bob's messages written again with ann's ids
 
         def exact() -> None:
             for copies in (_counts, _vectors, word_counts, vector_bits):
@@ -240,7 +224,10 @@ def test_the_copies_pair_old_and_new_rows_by_the_messages_key(own_dsn: str, tmp_
             "SELECT v.owner FROM ghostmem.message_vectors v JOIN ghostmem.messages m ON m.id = v.id"
             " AND m.owner = 'cy' AND m.native_id = 'moved' ORDER BY 1"
         ).fetchall()
-        assert moved == [("ann",), ("cy",)]  # the moved message's copy (and ann's of the same id), none of bob's
+        assert moved == [
+            ("ann",),
+            ("cy",),
+        ]  # the moved message's copy (and ann's of the same id), none of bob's
 
 
 def test_the_store_size_of_the_idf_is_read_from_the_counts(gm: GhostMem, tmp_path: Path) -> None:

@@ -26,3 +26,28 @@ _BITS_ACTUAL = (
 def vector_bits(conn: Connection[Any]) -> tuple[set[tuple[Any, ...]], set[tuple[Any, ...]]]:
     """(the bits of migration 110, what they should be: one bit a dimension of each compact vector of 101)."""
     return set(conn.execute(_BITS_KEPT).fetchall()), set(conn.execute(_BITS_ACTUAL).fetchall())
+
+
+def share_ids(conn: Connection[Any], owner: str, with_owner: str) -> int:
+    """Write ``owner``'s messages again under ``with_owner``'s ids (in id order), as a restore or a merge of two
+    stores writes rows with explicit ids: the key of messages is (id, owner), so two owners may hold one id.
+    Returns how many ids the two owners now share."""
+    conn.execute(
+        "CREATE TEMP TABLE shared_rows ON COMMIT DROP AS"
+        " SELECT m.*, row_number() OVER (ORDER BY m.id) AS nth FROM ghostmem.messages m WHERE m.owner = %s",
+        (owner,),
+    )
+    conn.execute("DELETE FROM ghostmem.messages WHERE owner = %s", (owner,))
+    conn.execute(
+        "UPDATE shared_rows s SET id = w.id FROM (SELECT id, row_number() OVER (ORDER BY id) AS nth"
+        " FROM ghostmem.messages WHERE owner = %s) w WHERE w.nth = s.nth",
+        (with_owner,),
+    )
+    conn.execute("ALTER TABLE shared_rows DROP COLUMN nth")
+    conn.execute("INSERT INTO ghostmem.messages OVERRIDING SYSTEM VALUE SELECT * FROM shared_rows")
+    shared = conn.execute(
+        "SELECT count(*) FROM ghostmem.messages a JOIN ghostmem.messages b ON a.id = b.id"
+        " WHERE a.owner = %s AND b.owner = %s",
+        (owner, with_owner),
+    ).fetchone()
+    return int(shared[0]) if shared else 0
