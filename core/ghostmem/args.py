@@ -13,6 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.json_schema import SkipJsonSchema
 
+from ghostmem.limits import STORED_ID_BYTES
 from ghostmem.records import Platform
 
 MAX_DAYS = 36500  # a hundred years: anything larger is a mistake, not a wish
@@ -81,7 +82,9 @@ class SearchPersonalMemoryArgs(OpArgs):
 
 
 class GetConversationArgs(OpArgs):
-    conv_id: str = Field(min_length=1, max_length=300, description="A conv_id from a search or list result.")
+    conv_id: str = Field(
+        min_length=1, max_length=STORED_ID_BYTES, description="A conv_id from a search or list result."
+    )
     offset: int = Field(
         0, ge=0, le=MAX_OFFSET, description="Index of the first message to return (for paging)."
     )
@@ -108,7 +111,9 @@ class ListProjectConversationsArgs(OpArgs):
 
 
 class GetConversationSummaryArgs(OpArgs):
-    conv_id: str = Field(min_length=1, max_length=300, description="A conv_id from a search or list result.")
+    conv_id: str = Field(
+        min_length=1, max_length=STORED_ID_BYTES, description="A conv_id from a search or list result."
+    )
     max_messages: int = Field(
         12, ge=2, le=50, description="Messages to show: half from the start, half from the end."
     )

@@ -14,6 +14,9 @@ A message is cut at four points, for four reasons:
 
 A shown limit is never larger than the read limit of the same text, nor a read limit than the stored one (a test
 checks it): what is read is at least what is shown.
+
+Ids are never cut (they are a conversation's and a message's identity): one longer than :data:`STORED_ID_BYTES` is
+refused.
 """
 
 from __future__ import annotations
@@ -30,6 +33,14 @@ STORED_TITLE_CHARS = 200  # a conversation's title, the platform's own or one ma
 # meaning worth a vector.
 EMBEDDED_CHARS = 2_000
 EMBEDDED_MIN_CHARS = 3
+
+# A conversation's id (the platform's own, or the application's in live capture) and a message's native id are at
+# most this many bytes (UTF-8). Both are in the keys and indexes of every message of the conversation, with the
+# owner, and a btree entry holds at most 2,704 bytes: an id of about 2,600 bytes fitted some of them and not others
+# (the window index of migration 107), so one longer than this is refused, as a problem of its import or an error of
+# the capture call, and a store holding one cannot apply such a migration until it is removed (ghostmem.db.migrate
+# says how). get_conversation accepts ids as long.
+STORED_ID_BYTES = 1_000
 
 # -- read: what a statement fetches of each message ------------------------------------------------------------------
 READ_THREAD_CHARS = 20_000  # get_conversation

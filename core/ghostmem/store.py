@@ -24,9 +24,11 @@ from psycopg.types.json import Jsonb
 
 from ghostmem import db, japanese
 from ghostmem.embed import Embedder
+from ghostmem.errors import InvalidArgument
 from ghostmem.limits import (
     EMBEDDED_CHARS,
     EMBEDDED_MIN_CHARS,
+    STORED_ID_BYTES,
     STORED_MESSAGE_CHARS,
     STORED_TITLE_CHARS,
     STORED_TOOL_CHARS,
@@ -173,6 +175,20 @@ def _scrubbed(record: ConversationRecord) -> ConversationRecord:
     )
 
 
+def _check_ids(record: ConversationRecord) -> None:
+    """Refuse a conversation whose id, parent's id or a message's id is longer than :data:`STORED_ID_BYTES` (ids
+    are never cut: a cut id would merge distinct conversations or messages)."""
+    ids = [("conversation id", record.conv_id), ("parent conversation id", record.parent_conv_id or "")]
+    ids += [("message id", m.native_id) for m in record.messages]
+    for what, value in ids:
+        size = len(value.encode("utf-8"))
+        if size > STORED_ID_BYTES:
+            raise InvalidArgument(
+                f"the {what} {value[:40]!r}… is {size:,} bytes, longer than the {STORED_ID_BYTES:,} bytes ghostmem "
+                "keeps of an id (it is part of every index of the conversation's messages): give it a shorter id"
+            )
+
+
 def _bounded(msg: MessageRecord) -> str:
     limit = STORED_MESSAGE_CHARS if msg.role in CONVERSATIONAL_ROLES else STORED_TOOL_CHARS
     return msg.text if len(msg.text) <= limit else msg.text[:limit]
@@ -230,6 +246,7 @@ def save_conversation(
     """
     ignored = is_ignored(record)
     record = _scrubbed(record)
+    _check_ids(record)
     key = (owner, tier, record.conv_id)
     # Two imports of the same conversation at once take turns here, so neither duplicates nor interleaves.
     conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", ("\x1f".join(key),))

@@ -11,6 +11,9 @@ from pathlib import Path
 import psycopg
 import pytest
 from ghostmem import GhostMem
+from ghostmem.errors import InvalidArgument
+from ghostmem.limits import STORED_ID_BYTES
+from ghostmem.records import MessageRecord
 from psycopg import sql
 from support.conversations import stored
 from support.transcripts import cc, jsonl
@@ -119,6 +122,44 @@ def test_ids_too_long_for_the_database_are_one_problem_each(gm: GhostMem, tmp_pa
     assert stored(gm) == {"fine": 1, "s1": 1}
     reasons = sorted(p.reason.split(":")[0] for p in report.problems)
     assert reasons == [f"conversation {huge[:80]}", f"summary of {huge[:80]}"]
+
+
+def test_ids_longer_than_ghostmem_keeps_are_refused_in_one_sentence_everywhere(
+    gm: GhostMem, tmp_path: Path
+) -> None:
+    """A conversation id (or a message's) of more than STORED_ID_BYTES is refused before anything is written, as a
+    problem naming it and the limit (an id of 2,660 bytes fitted some indexes and failed another with PostgreSQL's
+    'index row size ... exceeds btree version 4 maximum 2704'); ids at the limit, multi-byte ones too, are stored and
+    read back by get_conversation; live capture refuses an over-long id with the same sentence."""
+    at_limit = "é" * (STORED_ID_BYTES // 2)  # 1,000 bytes, 500 characters
+    over = {
+        "byte over": "x" * (STORED_ID_BYTES + 1),
+        "2,660 random": secrets.token_urlsafe(2_000)[:2_660],  # fitted 106's indexes, not 107's window index
+        "multi-byte": "é" * (STORED_ID_BYTES // 2 + 1),
+    }
+    convs = [
+        {"conv_id": at_limit, "messages": [{"id": "m" * STORED_ID_BYTES, "role": "user", "text": "kept"}]}
+    ]
+    convs += [{"conv_id": v, "messages": [{"role": "user", "text": "refused"}]} for v in over.values()]
+    convs.append(
+        {"conv_id": "short", "messages": [{"id": "m" * 1_001, "role": "user", "text": "refused too"}]}
+    )
+    (tmp_path / "g.jsonl").write_text("".join(json.dumps(c) + "\n" for c in convs))
+    report = gm.import_paths([tmp_path], embed=False)
+    assert stored(gm) == {at_limit: 1}
+    assert len(report.problems) == 4, report.render()
+    for problem, size in zip(
+        report.problems, [STORED_ID_BYTES + 1, 2_660, STORED_ID_BYTES + 2, 1_001], strict=True
+    ):
+        assert f"is {size:,} bytes, longer than the 1,000 bytes ghostmem keeps of an id" in problem.reason
+        assert "index row size" not in problem.reason
+    assert "the message id 'mmm" in report.problems[-1].reason
+    assert [m.text for m in gm.get_conversation(at_limit).data.messages] == ["kept"]
+    with pytest.raises(InvalidArgument, match=r"the conversation id 'xxx.*is 1,001 bytes, longer than"):
+        gm.capture_append(
+            over["byte over"], [MessageRecord(native_id="", role="user", text="live")], platform="langchain"
+        )
+    assert stored(gm) == {at_limit: 1}
 
 
 def test_a_huge_claude_code_file_is_stored_whole_from_its_chunks(

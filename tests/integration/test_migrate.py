@@ -24,6 +24,8 @@ import pytest
 from ghostmem import GhostMem, HashEmbedder
 from ghostmem.db import migrate as migrations
 from ghostmem.db import prepare
+from ghostmem.errors import SchemaMismatch
+from ghostmem.limits import STORED_ID_BYTES
 from ghostmem.records import MessageRecord
 from psycopg import sql
 from psycopg.rows import dict_row
@@ -559,13 +561,13 @@ def test_a_server_that_refuses_md5_stores_and_finds_words(empty_dsn: str) -> Non
 def test_a_conversation_with_a_long_id_and_a_long_project_upgrades_and_is_stored_again(
     empty_dsn: str, tmp_path: Path
 ) -> None:
-    """A conversation id and a project of 1,400 bytes each (random: they do not compress) fit every index of 106,
-    but not one btree entry together: 107's window index held both (it failed 'index row size 2872 exceeds btree
-    version 4 maximum 2704', so no migration after 106 could be applied), and an import or a live capture of such
-    a conversation was refused. The store upgrades, the conversation is found by its words and by a piece of its
-    project, and more like it are imported and captured."""
+    """A conversation id of 1,000 bytes (the longest ghostmem keeps) and a project of 1,800 bytes (random: they do
+    not compress) fit every index of 106, but not one btree entry together: 107's window index first held both (it
+    failed 'index row size ... exceeds btree version 4 maximum 2704', so no migration after 106 could be applied),
+    and an import or a live capture of such a conversation was refused. The store upgrades, the conversation is
+    found by its words and by a piece of its project, and more like it are imported and captured."""
     owner = f"long-{uuid.uuid4().hex[:6]}"
-    conv_id, project = secrets.token_hex(700), secrets.token_hex(700)
+    conv_id, project = secrets.token_hex(STORED_ID_BYTES // 2), secrets.token_hex(900)
     text = "the deploy script times out on the staging cluster"
     with psycopg.connect(empty_dsn, autocommit=True) as conn:
         migrations.migrate(conn, 384, "hash", RUNTIME, upto=BEFORE_WORD_COUNTS)
@@ -586,8 +588,8 @@ def test_a_conversation_with_a_long_id_and_a_long_project_upgrades_and_is_stored
         )
 
     with GhostMem(dsn=empty_dsn, owner=owner, embedder=HashEmbedder()) as gm:
-        again, live = secrets.token_hex(700), secrets.token_hex(700)
-        other_project = secrets.token_hex(700)
+        again, live = secrets.token_hex(STORED_ID_BYTES // 2), secrets.token_hex(STORED_ID_BYTES // 2)
+        other_project = secrets.token_hex(900)
         path = tmp_path / "long.jsonl"
         record = conversation(
             again, "longer", 1, ["the staging deploy needs a longer timeout"], other_project
@@ -604,7 +606,7 @@ def test_a_conversation_with_a_long_id_and_a_long_project_upgrades_and_is_stored
         )
         for query, where in (
             ("staging deploy timeout", {}),
-            ("staging deploy", {"project": project[600:640]}),
+            ("staging deploy", {"project": project[1200:1240]}),
         ):
             for mode in ("hybrid", "lexical", "vector"):
                 found = [h.conv_id for h in gm.search_personal_memory(query, mode=mode, **where).data.rows]
@@ -645,3 +647,45 @@ def test_115_rebuilds_the_window_index_of_107_as_it_was_first_landed(empty_dsn: 
         assert migrations.migrate(conn, 384, "hash", RUNTIME) == ["115_message_lengths_place"]
         rebuilt = conn.execute(shape).fetchone()
         assert rebuilt is not None and rebuilt[1:] == fresh[1:] and rebuilt[0] != fresh[0]
+
+
+def test_a_store_holding_an_id_longer_than_ghostmem_keeps_is_told_how_to_upgrade(empty_dsn: str) -> None:
+    """A store at 106 holding a conversation whose id is 2,660 random bytes (it fitted every index of 106; an import
+    refuses such ids now) cannot apply 107, whose window index has no room for it. The upgrade stops with one
+    sentence naming the conversation, its owner and the statement that removes it, nothing of 107 applied; the
+    statement run, the store upgrades to the last migration and keeps its other conversations, one with an id of
+    exactly the limit among them."""
+    owner = f"long-{uuid.uuid4().hex[:6]}"
+    too_long, at_limit = secrets.token_urlsafe(2_000)[:2_660], secrets.token_hex(STORED_ID_BYTES // 2)
+    text = "the deploy script times out on the staging cluster"
+    with psycopg.connect(empty_dsn, autocommit=True) as conn:
+        migrations.migrate(conn, 384, "hash", RUNTIME, upto=BEFORE_WORD_COUNTS)
+        for conv_id in (too_long, at_limit):
+            conn.execute(
+                "INSERT INTO ghostmem.conversations (owner, tier, conv_id, platform, title, msg_count)"
+                " VALUES (%s, 'personal', %s, 'claude_code', 'the flaky deploy', 1)",
+                (owner, conv_id),
+            )
+            conn.execute(
+                "INSERT INTO ghostmem.messages (owner, tier, conv_id, seq, native_id, role, text, ts, platform,"
+                " content_hash, embedding) VALUES (%s, 'personal', %s, 0, 'm0', 'user', %s, %s, 'claude_code',"
+                " sha256(convert_to(%s, 'UTF8')), %s::vector)",
+                (owner, conv_id, text, datetime.now(UTC), text, _vec(text)),
+            )
+        with pytest.raises(SchemaMismatch) as refused:
+            migrations.migrate(conn, 384, "hash", RUNTIME)
+        said = str(refused.value)
+        assert said.startswith(
+            "migration 107_message_lengths cannot index this store, which holds 1 conversation"
+        )
+        assert f"{too_long[:40]!r}…, 2,660 bytes, owner {owner!r}" in said and "index row size" not in said
+        assert max(migrations.applied(conn)) == BEFORE_WORD_COUNTS
+        fix = said.split("`")[1]
+        assert fix == f"DELETE FROM ghostmem.conversations WHERE octet_length(conv_id) > {STORED_ID_BYTES}"
+        conn.execute(fix)
+        migrations.migrate(conn, 384, "hash", RUNTIME)
+        assert max(migrations.applied(conn)) == migrations.available()[-1].version
+    with GhostMem(dsn=empty_dsn, owner=owner, embedder=HashEmbedder()) as gm:
+        assert [h.conv_id for h in gm.search_personal_memory("staging deploy timeout").data.rows] == [
+            at_limit
+        ]

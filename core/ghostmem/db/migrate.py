@@ -15,6 +15,7 @@ from typing import Any
 from psycopg import Connection, errors, sql
 
 from ghostmem.errors import DatabaseUnavailable, SchemaMismatch
+from ghostmem.limits import STORED_ID_BYTES
 
 logger = logging.getLogger(__name__)
 
@@ -118,21 +119,65 @@ def migrate(
         for migration in available():
             if migration.version in done or (upto is not None and migration.version > upto):
                 continue
-            with conn.transaction():
-                conn.execute("SELECT set_config('ghostmem.dims', %s, true)", (str(dims),))
-                conn.execute("SELECT set_config('ghostmem.embed_model', %s, true)", (embed_model,))
-                conn.execute("SELECT set_config('ghostmem.runtime_role', %s, true)", (runtime_role,))
-                conn.execute(migration.text.encode("utf-8"))  # a file shipped with the package
-                conn.execute(
-                    "INSERT INTO ghostmem_migrations.applied (version, name) VALUES (%s, %s)",
-                    (migration.version, migration.name),
-                )
+            try:
+                with conn.transaction():
+                    conn.execute("SELECT set_config('ghostmem.dims', %s, true)", (str(dims),))
+                    conn.execute("SELECT set_config('ghostmem.embed_model', %s, true)", (embed_model,))
+                    conn.execute("SELECT set_config('ghostmem.runtime_role', %s, true)", (runtime_role,))
+                    conn.execute(migration.text.encode("utf-8"))  # a file shipped with the package
+                    conn.execute(
+                        "INSERT INTO ghostmem_migrations.applied (version, name) VALUES (%s, %s)",
+                        (migration.version, migration.name),
+                    )
+            except errors.ProgramLimitExceeded as exc:
+                reason = _too_long_ids(conn, migration)
+                if reason is None:
+                    raise
+                raise reason from exc
             logger.info("applied migration %03d_%s", migration.version, migration.name)
             names.append(f"{migration.version:03d}_{migration.name}")
         check_dims(conn, dims)
         return names
     finally:
         conn.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK,))
+
+
+def _too_long_ids(conn: Connection[Any], migration: Migration) -> SchemaMismatch | None:
+    """Why ``migration`` could not index the store, when it holds ids longer than ghostmem keeps (written before it
+    refused them): an index entry holds at most 2,704 bytes. None when it holds none (the error is another one)."""
+    found = []
+    for table, column, what in (
+        ("conversations", "conv_id", "conversation"),
+        ("messages", "native_id", "message"),
+    ):
+        rows = conn.execute(
+            sql.SQL(
+                "SELECT owner, {c}, octet_length({c}), count(*) OVER () FROM ghostmem.{t}"
+                " WHERE octet_length({c}) > %s ORDER BY octet_length({c}) DESC LIMIT 1"
+            ).format(c=sql.Identifier(column), t=sql.Identifier(table)),
+            (STORED_ID_BYTES,),
+        ).fetchall()
+        if rows:
+            owner, value, size, count = rows[0]
+            found.append(
+                (
+                    f"{count} {what} id(s) longer than {STORED_ID_BYTES:,} bytes (the longest: {value[:40]!r}…,"
+                    f" {size:,} bytes, owner {owner!r})",
+                    sql.SQL("DELETE FROM ghostmem.{t} WHERE octet_length({c}) > {n}")
+                    .format(t=sql.SQL(table), c=sql.SQL(column), n=sql.Literal(STORED_ID_BYTES))
+                    .as_string(conn),
+                )
+            )
+    if not found:
+        return None
+    return SchemaMismatch(
+        f"migration {migration.version:03d}_{migration.name} cannot index this store, which holds "
+        + " and ".join(held for held, _ in found)
+        + ": ghostmem keeps no longer ids (an import refuses them now) and applied nothing of the migration; remove "
+        "them, with their messages, as the schema's owner ("
+        + "; ".join(f"`{fix}`" for _, fix in found)
+        + "), then run `ghostmem migrate` again"
+    )
 
 
 def stored_dims(conn: Connection[Any]) -> int | None:

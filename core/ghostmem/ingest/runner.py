@@ -57,9 +57,9 @@ PARSERS: dict[str, Parser] = {
 }
 _HEAD_BYTES = 4096
 _PIPELINE = psycopg.Pipeline.is_supported()  # libpq >= 14 (the binary wheel has it)
-# What the database refuses because of one record's content (a value it cannot hold, an id too long for its index):
-# that record is a problem, its transaction rolls back, the import goes on.
-_REFUSED = (psycopg.DataError, psycopg.IntegrityError, psycopg.errors.ProgramLimitExceeded)
+# What the database or the write path refuses because of one record's content (a value it cannot hold, an id longer
+# than ghostmem keeps): that record is a problem, its transaction rolls back, the import goes on.
+_REFUSED = (psycopg.DataError, psycopg.IntegrityError, psycopg.errors.ProgramLimitExceeded, InvalidArgument)
 
 
 def check_tier(tier: str) -> None:
