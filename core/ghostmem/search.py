@@ -646,14 +646,18 @@ def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int, floor: flo
     # Sequential scans are off: every leg reads through its index, and a generic plan that guessed a LIMIT would
     # come early from a scan of the table would read all of it when it does not (see _OWNER_CHECK). So are
     # parallel workers: an exact scan of a few thousand rows was planned in parallel, and starting the workers
-    # cost more than the scan (38 against 7 ms at 100k messages, on two busy cores).
+    # cost more than the scan (38 against 7 ms at 100k messages, on two busy cores). And so is JIT compilation:
+    # the statement's estimated cost (158,000-171,000 at 100k messages, every case) is above PostgreSQL's default
+    # jit_above_cost (100,000), so on a server built with JIT every search compiled its expressions again (a
+    # generic plan keeps no compiled code), for a statement that runs a few milliseconds (docs/search.md).
     settings = sql.SQL(
         "set_config('plan_cache_mode', 'force_generic_plan', true) AS plans,"
         " set_config('hnsw.iterative_scan', 'relaxed_order', true) AS iterative,"
         " set_config('hnsw.ef_search', %(ef_search)s, true) AS ef_search,"
         " set_config('hnsw.max_scan_tuples', %(max_scan)s, true) AS max_scan,"
         " set_config('enable_seqscan', 'off', true) AS seqscan,"
-        " set_config('max_parallel_workers_per_gather', '0', true) AS parallel"
+        " set_config('max_parallel_workers_per_gather', '0', true) AS parallel,"
+        " set_config('jit', 'off', true) AS jit"
     )
     setting_params = {
         "ef_search": str(max(depth, HNSW_EF_SEARCH)),  # the vector leg's rows are never more than depth

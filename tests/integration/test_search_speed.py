@@ -331,6 +331,26 @@ def test_the_generic_plan_reads_through_the_indexes_beside_another_owner(
                     assert "messages_conv_seq" not in plan, plan
 
 
+@pytest.mark.parametrize("mode", ["hybrid", "lexical", "vector"])
+def test_a_search_never_compiles_its_statement(gm: GhostMem, tmp_path: Path, mode: str) -> None:
+    """The search statement's estimated cost is above PostgreSQL's default ``jit_above_cost`` (100,000), so a server
+    built with JIT would compile its expressions on every search (a generic plan keeps no compiled code), for a
+    statement that runs in milliseconds: the search turns JIT off in its transaction, whatever the server, the
+    database or the session says, and only there."""
+    import_generic(gm, tmp_path / "j.jsonl", [conversation("j", "jit", 1, ["deploy notes", "fine"])])
+    with gm.connection() as conn:
+        conn.execute("SET jit = on")  # the session's own choice (as a database's or a role's would be)
+        try:
+            args = SearchPersonalMemoryArgs(query="deploy notes", mode=mode)
+            assert run_sync(search_personal_memory(gm.context, args), conn, gm.embedder).rows
+            jit = "SELECT current_setting('jit')"
+            assert conn.execute(jit).fetchone() == ("off",)  # in the search's transaction
+            conn.commit()
+            assert conn.execute(jit).fetchone() == ("on",)  # not after it
+        finally:
+            conn.execute("RESET jit")
+
+
 def test_the_vector_leg_chooses_the_cheapest_scan() -> None:
     """The strategy per case, on the shapes of the bench (docs/search.md, "Small scopes: an exact scan" and "Scopes
     between: a quantized scan"): an HNSW scan passes over at least ef_search rows, and about vec_depth x table /
