@@ -517,14 +517,27 @@ def vector_depth(limit: int, depth: int, share: float | None) -> int:
     return min(depth, max(FILTERED_VECTOR_DEPTH_MIN, FILTERED_VECTOR_PER_HIT * limit))
 
 
-_COUNTED = sql.SQL("c.owner = %(owner)s AND c.tier = ANY(%(tiers)s)")  # an owner's rows of the counts of 092
+# The plan statement reads the search's values from the row ``p`` (_SEARCH_VALUES), never from its parameters.
+_COUNTED = sql.SQL("c.owner = p.owner AND c.tier = ANY(p.tiers)")  # an owner's rows of the counts of 092
 _OWNER_ROWS = sql.SQL("(SELECT coalesce(sum(c.n), 0) FROM ghostmem.message_counts c WHERE {owner})").format(
     owner=_COUNTED
 )
 _WINDOW_ROWS = sql.SQL(
     "(SELECT coalesce(sum(c.n), 0) FROM ghostmem.message_days c WHERE {owner}"
-    " AND c.day >= ((now() - make_interval(days => %(days)s)) AT TIME ZONE 'UTC')::date)"
+    " AND c.day >= ((now() - make_interval(days => p.days)) AT TIME ZONE 'UTC')::date)"
 ).format(owner=_COUNTED)
+
+
+# The search's values as one row that the planner cannot see into (OFFSET 0 keeps it a sub-query): the plan statement
+# runs before the settings that ask for generic plans, so PostgreSQL plans it for its values five times, then keeps
+# its generic plan only when that is estimated as cheap. With the values visible it never was for a time window or
+# for a small owner beside a large one (the estimates of a few dozen rows of counts differ with the owner and the
+# window), and the statement was planned again on every such search (0.12-0.27 ms at 100k messages, about what it
+# takes to run); read from this row, the estimates are the same for every value.
+_SEARCH_VALUES = sql.SQL(
+    "(SELECT %(owner)s::text AS owner, %(tiers)s::text[] AS tiers, %(days)s::integer AS days,"
+    " %(platform)s::text AS platform, %(project)s::text AS project, %(names)s::text[] AS names OFFSET 0) p"
+)
 
 
 def _filter_share(args: SearchPersonalMemoryArgs) -> sql.Composable:
@@ -533,9 +546,9 @@ def _filter_share(args: SearchPersonalMemoryArgs) -> sql.Composable:
     lower bound), the time window from ``message_days``, taken as independent. A few dozen small rows."""
     scope = [_COUNTED]
     if args.platform is not None:
-        scope.append(sql.SQL("c.platform = %(platform)s"))
+        scope.append(sql.SQL("c.platform = p.platform"))
     if args.project is not None:
-        scope.append(sql.SQL("c.project ILIKE %(project)s"))
+        scope.append(sql.SQL("c.project ILIKE p.project"))
     window = sql.SQL(" * {rows} / t.n").format(rows=_WINDOW_ROWS) if args.days is not None else sql.SQL("")
     return sql.SQL(
         "(SELECT CASE WHEN t.n > 0 THEN (SELECT coalesce(sum(c.n), 0) FROM ghostmem.message_counts c WHERE {scope})"
@@ -554,12 +567,12 @@ def _scope_rows(args: SearchPersonalMemoryArgs) -> sql.Composable:
     if args.project is not None:
         return sql.SQL(
             "((SELECT coalesce(sum(c.n), 0) FROM ghostmem.message_counts c WHERE {owner} AND c.project ILIKE"
-            " %(project)s) + (SELECT coalesce(sum(c.msg_count), 0) FROM ghostmem.conversations c WHERE {owner}"
-            " AND c.title ILIKE %(project)s))"
+            " p.project) + (SELECT coalesce(sum(c.msg_count), 0) FROM ghostmem.conversations c WHERE {owner}"
+            " AND c.title ILIKE p.project))"
         ).format(owner=_COUNTED)
     if args.platform is not None:
         platform = sql.SQL(
-            "(SELECT coalesce(sum(c.n), 0) FROM ghostmem.message_counts c WHERE {owner} AND c.platform = %(platform)s)"
+            "(SELECT coalesce(sum(c.n), 0) FROM ghostmem.message_counts c WHERE {owner} AND c.platform = p.platform)"
         ).format(owner=_COUNTED)
         if args.days is None:
             return platform
@@ -570,7 +583,7 @@ def _scope_rows(args: SearchPersonalMemoryArgs) -> sql.Composable:
 
 
 _PROJECTS = sql.SQL(
-    "ARRAY(SELECT DISTINCT c.project FROM ghostmem.message_counts c WHERE {owner} AND c.project ILIKE %(project)s)"
+    "ARRAY(SELECT DISTINCT c.project FROM ghostmem.message_counts c WHERE {owner} AND c.project ILIKE p.project)"
 ).format(owner=_COUNTED)
 
 
@@ -671,14 +684,15 @@ def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int, floor: flo
         sql.SQL(
             """
             SELECT {settings}, ARRAY(
-                SELECT n.name FROM unnest(%(names)s::text[]) AS n(name)
+                SELECT n.name FROM unnest(p.names) AS n(name)
                 WHERE EXISTS (SELECT 1 FROM ghostmem.messages m
-                              WHERE m.owner = %(owner)s AND lower(m.speaker) = n.name AND m.speaker IS NOT NULL
-                                AND m.tier = ANY(%(tiers)s))
+                              WHERE m.owner = p.owner AND lower(m.speaker) = n.name AND m.speaker IS NOT NULL
+                                AND m.tier = ANY(p.tiers))
             ) AS speakers, {share} AS share, {owner_rows} AS owner_rows, {scope_rows} AS scope_rows,
             {projects} AS projects,
             (SELECT greatest(c.reltuples, 0) FROM pg_catalog.pg_class c
              WHERE c.oid = 'ghostmem.messages'::regclass) AS table_rows
+            FROM {values}
             """
         ).format(
             settings=settings,
@@ -686,6 +700,7 @@ def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int, floor: flo
             owner_rows=_OWNER_ROWS,
             scope_rows=_scope_rows(args),
             projects=_PROJECTS if args.project is not None else sql.SQL("NULL::text[]"),
+            values=_SEARCH_VALUES,
         ),
         {**setting_params, **params, "names": _speaker_candidates(args.query)},
     )

@@ -331,6 +331,40 @@ def test_the_generic_plan_reads_through_the_indexes_beside_another_owner(
                     assert "messages_conv_seq" not in plan, plan
 
 
+def test_a_connection_plans_each_search_statement_once(server_dsn: str, tmp_path: Path) -> None:
+    """Both statements of a search are prepared by psycopg (on their sixth run on a connection) and reuse one
+    generic plan, in every case and for a small owner beside a large one: the main statement at once (the plan
+    statement's settings ask for it), the plan statement, which runs before them, after the five plans PostgreSQL
+    makes for the values of its first prepared runs. It reads the values from a sub-query the planner cannot see
+    into (search._SEARCH_VALUES); with them as parameters the plans for the values were estimated cheaper, for a
+    time window and for the small owner in every case, and the plan statement was planned again on every search."""
+    with fresh_database(server_dsn, "ghostmem_prepared") as dsn:
+        for owner, n in (("big", 1100), ("small", 5)):  # a conversation a day: three years of daily counts
+            convs = [
+                conversation(f"{owner}{i}", f"{owner} {i}", i, [f"routine deploy log {i}", "fine"], "ops")
+                for i in range(n)
+            ]
+            with GhostMem(dsn=dsn, owner=owner, embedder=HashEmbedder()) as gm:
+                import_generic(gm, tmp_path / f"{owner}.jsonl", convs)
+        with GhostMem(dsn=dsn, owner="big", embedder=HashEmbedder()) as gm, gm.connection() as conn:
+            conn.execute("ANALYZE ghostmem.message_days")
+        runs = 14  # 5 unprepared, 5 prepared with plans for their values, then the generic plan
+        for owner in ("small", "big"):
+            for filters in ({}, {"days": 7}, {"days": 30}, {"platform": "generic"}, {"project": "ops"}):
+                with GhostMem(
+                    dsn=dsn, owner=owner, embedder=HashEmbedder(), pool_min_size=1, pool_max_size=1
+                ) as gm:
+                    for i in range(runs):
+                        gm.run("search_personal_memory", {"query": f"deploy log {i}", **filters})
+                    with gm.connection() as conn:
+                        prepared = conn.execute(
+                            "SELECT statement LIKE '%set_config(''plan_cache_mode''%', generic_plans, custom_plans"
+                            " FROM pg_prepared_statements ORDER BY 1"
+                        ).fetchall()
+                # the main statement (bound after the settings: always generic), then the plan statement
+                assert prepared == [(False, runs - 5, 0), (True, runs - 10, 5)], (owner, filters, prepared)
+
+
 @pytest.mark.parametrize("mode", ["hybrid", "lexical", "vector"])
 def test_a_search_never_compiles_its_statement(gm: GhostMem, tmp_path: Path, mode: str) -> None:
     """The search statement's estimated cost is above PostgreSQL's default ``jit_above_cost`` (100,000), so a server
