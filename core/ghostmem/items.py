@@ -36,6 +36,9 @@ RANK_DEPTH = (
 MAX_RANK_DEPTH = (
     1000  # ... and at most (pgvector's largest hnsw.ef_search): a deeper page of a query is empty
 )
+# The idf of a query's words is counted on at most this many items of the scope (all of a smaller scope): a word's
+# share of them estimates its share of the scope, at a bounded cost (docs/store.md).
+IDF_SAMPLE = 2000
 COMPARISONS = {"$eq": "=", "$ne": "<>", "$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
 _LIVE = sql.SQL("(i.expires_at IS NULL OR i.expires_at > now())")
 
@@ -247,7 +250,7 @@ def _scope(
     parts: list[sql.Composable] = [sql.SQL("i.owner = {}").format(params(owner)), _LIVE]
     if prefix:
         parts.append(
-            sql.SQL("i.namespace[1:{}] = {}::text[]").format(params(len(prefix)), params(list(prefix)))
+            sql.SQL("i.namespace[1:{}] = {}::text[]").format(sql.Literal(len(prefix)), params(list(prefix)))
         )
     parts.extend(_filter_conditions(filter or {}, params))
     return sql.SQL(" AND ").join(parts)
@@ -283,20 +286,30 @@ def search_items(
             WITH terms AS MATERIALIZED (
                 -- at most MAX_QUERY_TERMS words, the longest, as search_personal_memory takes them: every word
                 -- is matched and ranked against each item in scope (a query of 1,000 words took 160 s at 5,000)
-                SELECT ghostmem.lexeme_query(l) AS tq
+                SELECT l AS lexeme, ghostmem.lexeme_query(l) AS tq
                 FROM unnest(tsvector_to_array(ghostmem.lexemes({query}, true))) AS l
                 ORDER BY length(l) DESC, l
                 LIMIT {max_terms}
             ), q AS (
                 SELECT string_agg(t.tq::text, ' | ')::tsquery AS tq FROM terms t
+            ), sample AS MATERIALIZED (
+                -- the items in scope the idf is counted on: all of them up to IDF_SAMPLE, else the first
+                -- IDF_SAMPLE in key order, the same on every search (counting all the items of a namespace of
+                -- 100,000, and each word's, on every search cost more than the rest of the search)
+                SELECT i.tsv FROM ghostmem.store_items i WHERE {scope} AND i.tsv IS NOT NULL
+                ORDER BY i.namespace, i.key LIMIT {sample}
             ), idf AS MATERIALIZED (
-                -- each query word's idf among the items in scope, as search_personal_memory weighs a hit's words
-                SELECT t.tq, ln(1 + (n.n - d.df + 0.5) / (d.df + 0.5))::float8 AS idf
+                -- each query word's idf among them, as search_personal_memory weighs a hit's words (an item
+                -- holds a word when its lexemes do: their lexemes are read once for every word)
+                SELECT t.tq, ln(1 + (n.n - coalesce(d.df, 0) + 0.5) / (coalesce(d.df, 0) + 0.5))::float8 AS idf
                 FROM terms t
-                CROSS JOIN (SELECT count(*) AS n FROM ghostmem.store_items i WHERE {scope} AND i.tsv IS NOT NULL) n
-                CROSS JOIN LATERAL (
-                    SELECT count(*) AS df FROM ghostmem.store_items i WHERE {scope} AND i.tsv @@ t.tq
-                ) d
+                CROSS JOIN (SELECT count(*) AS n FROM sample) n
+                LEFT JOIN (
+                    SELECT l.lexeme, count(*) AS df
+                    FROM sample s CROSS JOIN LATERAL unnest(tsvector_to_array(s.tsv)) AS l(lexeme)
+                    WHERE l.lexeme IN (SELECT lexeme FROM terms)
+                    GROUP BY l.lexeme
+                ) d ON d.lexeme = t.lexeme
             ), lex AS (
                 SELECT i.namespace, i.key,
                        row_number() OVER (ORDER BY ts_rank_cd(i.tsv, q.tq) DESC, i.updated_at DESC) AS rank
@@ -329,6 +342,7 @@ def search_items(
             vector=params(vector(embedder.embed_query(query))),
             k=sql.Literal(RRF_K),
             max_terms=sql.Literal(MAX_QUERY_TERMS),
+            sample=sql.Literal(IDF_SAMPLE),
             weight=params(weight),
             owner=params(owner),
             ranked=params(offset + limit),

@@ -513,3 +513,43 @@ def test_a_query_of_thousands_of_words_is_answered_by_its_longest(gm: GhostMem, 
         conn.execute("SET statement_timeout = '10s'")
         found = search_items(conn, owner, ("n",), embedder=gm.embedder, query=query, limit=60)
     assert "long" in [item.key for item in found], [(item.key, item.score) for item in found]
+
+
+def test_a_large_namespace_is_planned_as_large_and_its_idf_read_from_a_sample(
+    gm: GhostMem, owner: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The planner knows how many items a namespace prefix holds (migration 129's statistics; it guessed 0.5% of the
+    owner's items, so a large namespace was read whole and sorted by distance instead of walking the HNSW index),
+    and the idf is counted on at most IDF_SAMPLE items of the scope, read in key order through the primary key
+    (every item and each word's were counted on every search): the plan of a search of 4,000 items walks the HNSW
+    index and counts the idf on IDF_SAMPLE of them."""
+    from ghostmem import items
+
+    rng = random.Random(3)
+    with gm.connection() as conn:
+        writes = [
+            items.ItemWrite(
+                ("big", "n"), f"k{i}", {"i": i}, " ".join(f"w{rng.randrange(300)}" for _ in range(8)), None
+            )
+            for i in range(4_000)
+        ]
+        writes += [items.ItemWrite(("small", "n"), f"s{i}", {"i": i}, f"w{i} small", None) for i in range(20)]
+        items.write_items(conn, owner, writes, gm.embedder)
+        conn.execute("ANALYZE ghostmem.store_items")
+        seen: list[tuple[Any, Any]] = []
+        execute = psycopg.Cursor.execute
+
+        def recording(cur: psycopg.Cursor[Any], query: Any, params: Any = None, **kw: Any) -> Any:
+            seen.append((query, params))
+            return execute(cur, query, params, **kw)
+
+        monkeypatch.setattr(psycopg.Cursor, "execute", recording)
+        found = items.search_items(conn, owner, ("big",), embedder=gm.embedder, query="w7 w11 w13", limit=5)
+        monkeypatch.undo()
+        assert found and all(item.namespace[0] == "big" for item in found)
+        query, params = seen[-1]
+        plan = "\n".join(r[0] for r in conn.execute(b"EXPLAIN " + query.as_bytes(conn), params))
+    vector_leg = plan[plan.index("Subquery Scan on nearest") :].splitlines()[1:3]
+    assert "Index Scan using store_items_embedding_hnsw" in vector_leg[1], plan
+    sample = plan[plan.index("CTE sample") :].splitlines()[1]
+    assert "Limit" in sample and f"rows={items.IDF_SAMPLE} " in sample, plan
