@@ -32,6 +32,17 @@ from psycopg.rows import dict_row
 from support.conversations import conversation, stored
 from support.copies import vector_bits, word_counts
 from support.databases import fresh_database
+from support.statements import (
+    PENDING_LIST_OPTIONS,
+    PENDING_LIST_PAGES,
+    PROJECT_FETCH,
+    SEARCHED_GIN,
+    TITLE_FETCH,
+    WORD_FETCH,
+    check_short_pending_lists,
+    gin_options,
+    index_pages,
+)
 
 RUNTIME = "ghostmem_runtime"
 LANDED = 50  # the last migration of the first release: stores in the wild are at least this far
@@ -41,6 +52,7 @@ BEFORE_GHOST_WORDS = (
 )
 BEFORE_WORD_COUNTS = 106  # everything before 107_message_lengths, which copies each message's word count
 BEFORE_MESSAGE_BITS = 109  # everything before 110_message_bits, which quantizes the compact vectors
+BEFORE_SHORT_PENDING_LIST = 115  # everything before 116_gin_short_pending_list (PostgreSQL's 4 MB GIN queues)
 BEFORE_PLATFORM_SCOPE = 119  # everything before 120_vector_platform_scope, which indexes them by platform
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -356,20 +368,23 @@ def test_105_drops_the_old_ghost_signatures_and_grants_the_new_ones_to_the_same_
 @pytest.mark.parametrize(
     ("start", "held"),
     [
-        (BEFORE_GHOST_WORDS, "ghostmem.messages"),
-        (BEFORE_WORD_COUNTS, "ghostmem.messages"),
-        (BEFORE_MESSAGE_BITS, "ghostmem.message_vectors"),
-        (BEFORE_PLATFORM_SCOPE, "ghostmem.message_vectors"),
+        (BEFORE_GHOST_WORDS, "LOCK TABLE ghostmem.messages IN ACCESS EXCLUSIVE MODE"),
+        (BEFORE_WORD_COUNTS, "LOCK TABLE ghostmem.messages IN ACCESS EXCLUSIVE MODE"),
+        (BEFORE_MESSAGE_BITS, "LOCK TABLE ghostmem.message_vectors IN ACCESS EXCLUSIVE MODE"),
+        # an index cannot be locked by LOCK TABLE; a REINDEX in an open transaction holds it
+        (BEFORE_SHORT_PENDING_LIST, "REINDEX INDEX ghostmem.conversations_project_trgm"),
+        (BEFORE_PLATFORM_SCOPE, "LOCK TABLE ghostmem.message_vectors IN ACCESS EXCLUSIVE MODE"),
     ],
 )
 def test_an_upgrade_killed_in_the_middle_of_a_migration_resumes(
     empty_dsn: str, start: int, held: str
 ) -> None:
-    """A store at 100 (or 106, 109, 119) with data (a word of 2,040 bytes and a message of ~57,000 distinct CJK
+    """A store at 100 (or 106, 109, 115, 119) with data (a word of 2,040 bytes and a message of ~57,000 distinct CJK
     pairs among it, too long for 102's owner-keyed words if they were keyed whole), upgraded by a process SIGKILLed
-    while 101 (or 107, 110, 120) is running (it waits for the table it copies or indexes, which an administrator
-    holds): nothing of it is left, and the next upgrade applies every migration with the data kept, the compact
-    vectors, their bits and the word counts complete, the indexes built and the odd messages found."""
+    while 101 (or 107, 110, 116, 120) is running (it waits for the table it copies or indexes, or the index it sets,
+    which an administrator holds): nothing of it is left, and the next upgrade applies every migration with the data
+    kept, the compact vectors, their bits and the word counts complete, the indexes built and set and the odd
+    messages found."""
     owner = f"killed-{uuid.uuid4().hex[:8]}"
     rng = random.Random(7)
     cjk = " ".join("".join(chr(0x4E00 + rng.randrange(3000)) for _ in range(20)) for _ in range(3000))
@@ -395,7 +410,7 @@ def test_an_upgrade_killed_in_the_middle_of_a_migration_resumes(
     tag = f"ghostmem-killed-{uuid.uuid4().hex[:8]}"
     info = {**psycopg.conninfo.conninfo_to_dict(empty_dsn), "application_name": tag}
     with psycopg.connect(empty_dsn) as holder:
-        holder.execute(f"LOCK TABLE {held} IN ACCESS EXCLUSIVE MODE")
+        holder.execute(held.encode())
         proc = subprocess.Popen(
             [
                 sys.executable,
@@ -411,7 +426,7 @@ def test_an_upgrade_killed_in_the_middle_of_a_migration_resumes(
         )
         try:
             with psycopg.connect(empty_dsn, autocommit=True) as watch:
-                # until the migration waits for the lock, inside 101's (107's, 110's) transaction
+                # until the migration waits for the lock, inside 101's (107's, 110's, 116's, 120's) transaction
                 for _ in range(600):
                     waiting = watch.execute(
                         "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s"
@@ -445,6 +460,7 @@ def test_an_upgrade_killed_in_the_middle_of_a_migration_resumes(
             " 'ghostmem.message_bits_owner_platform_ts'::regclass)"
         ).fetchone()
         assert valid == (2,)
+        assert gin_options(conn) == dict.fromkeys(SEARCHED_GIN, PENDING_LIST_OPTIONS)
     with GhostMem(dsn=empty_dsn, owner=owner, embedder=HashEmbedder()) as gm:
         for word in ("zebrafinch", "narwhal"):
             assert [r.conv_id for r in gm.search_personal_memory(word, mode="lexical").data.rows] == ["odd"]
@@ -689,3 +705,63 @@ def test_a_store_holding_an_id_longer_than_ghostmem_keeps_is_told_how_to_upgrade
         assert [h.conv_id for h in gm.search_personal_memory("staging deploy timeout").data.rows] == [
             at_limit
         ]
+
+
+def _queue_words(conn: psycopg.Connection[Any], owner: str, n: int, word: str) -> None:
+    """``n`` conversations of ``owner`` of one message each, their words, titles and projects made of ``word`` and a
+    number, written in one statement each."""
+    conn.execute(
+        "INSERT INTO ghostmem.conversations (owner, tier, conv_id, platform, title, project, msg_count)"
+        " SELECT %(owner)s, 'personal', 'q' || i, 'generic', %(word)s || ' topic ' || i, %(word)s || 'shelf' || i %% 5,"
+        " 1 FROM generate_series(1, %(n)s) AS i",
+        {"owner": owner, "word": word, "n": n},
+    )
+    conn.execute(
+        "INSERT INTO ghostmem.messages (owner, tier, conv_id, seq, native_id, role, text, platform, content_hash)"
+        " SELECT %(owner)s, 'personal', 'q' || i, 0, 'n' || i, 'user', %(word)s || i || ' fig' || i %% 9 || ' entry',"
+        " 'generic', sha256(convert_to('q' || i, 'UTF8')) FROM generate_series(1, %(n)s) AS i",
+        {"owner": owner, "word": word, "n": n},
+    )
+
+
+def test_116_merges_what_the_searched_indexes_queued_and_keeps_their_lists_short(empty_dsn: str) -> None:
+    """A store at 115 whose GIN indexes queued the words, titles and projects of 4,000 conversations in pending lists
+    of PostgreSQL's size (each fetch below read them whole) upgrades: 116 merges them, the same messages are found,
+    and the 4,000 conversations written after it leave at most 32 pages in each list. The role the application runs
+    as cannot give the indexes their long lists back."""
+    owner = f"gin-{uuid.uuid4().hex[:8]}"
+    fetches = [
+        (WORD_FETCH, {"owner": owner, "lexeme": "quince7"}, SEARCHED_GIN[0]),
+        (TITLE_FETCH, {"pattern": "%quince topic 7%"}, SEARCHED_GIN[1]),
+        (PROJECT_FETCH, {"pattern": "%quinceshelf3%"}, SEARCHED_GIN[2]),
+    ]
+    found = (
+        "SELECT array_agg(m.conv_id ORDER BY m.conv_id) FROM ({}) f JOIN ghostmem.messages m ON m.id = f.id"
+    )
+    with psycopg.connect(empty_dsn, autocommit=True) as conn:
+        migrations.migrate(conn, 384, "hash", RUNTIME, upto=BEFORE_SHORT_PENDING_LIST)
+        _queue_words(conn, owner, 4000, "quince")
+        queued = [index_pages(conn, *fetch) for fetch in fetches]
+        before = conn.execute(found.format(WORD_FETCH), fetches[0][1]).fetchone()
+        assert before == (["q7"],)
+
+        assert "116_gin_short_pending_list" in migrations.migrate(conn, 384, "hash", RUNTIME)
+        assert gin_options(conn) == dict.fromkeys(SEARCHED_GIN, PENDING_LIST_OPTIONS)
+        merged = [index_pages(conn, *fetch) for fetch in fetches]
+        assert all(m + PENDING_LIST_PAGES < q for m, q in zip(merged, queued, strict=True)), (queued, merged)
+        assert conn.execute(found.format(WORD_FETCH), fetches[0][1]).fetchone() == before
+
+        _queue_words(conn, f"{owner}-later", 4000, "plum")
+        check_short_pending_lists(conn, fetches)
+
+        conn.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(RUNTIME)))
+        try:
+            for name in SEARCHED_GIN:
+                for change in ("SET (gin_pending_list_limit = 4096)", "RESET (gin_pending_list_limit)"):
+                    with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                        conn.execute(
+                            sql.SQL("ALTER INDEX ghostmem.{} " + change).format(sql.Identifier(name))
+                        )
+        finally:
+            conn.execute("RESET ROLE")
+        assert gin_options(conn) == dict.fromkeys(SEARCHED_GIN, PENDING_LIST_OPTIONS)

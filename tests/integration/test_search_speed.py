@@ -17,7 +17,17 @@ from psycopg import Connection
 from support.conversations import conversation, import_generic
 from support.copies import share_ids, vector_bits, word_counts
 from support.databases import fresh_database
-from support.statements import generic_plan, recording
+from support.statements import (
+    PENDING_LIST_OPTIONS,
+    PROJECT_FETCH,
+    SEARCHED_GIN,
+    TITLE_FETCH,
+    WORD_FETCH,
+    check_short_pending_lists,
+    generic_plan,
+    gin_options,
+    recording,
+)
 
 _KEPT = """
     SELECT 'counts', owner, tier, platform || '/' || project, n FROM ghostmem.message_counts WHERE n <> 0
@@ -383,6 +393,37 @@ def test_a_search_never_compiles_its_statement(gm: GhostMem, tmp_path: Path, mod
             assert conn.execute(jit).fetchone() == ("on",)  # not after it
         finally:
             conn.execute("RESET jit")
+
+
+def test_what_a_search_scan_reads_of_the_queued_writes_is_bounded(server_dsn: str, tmp_path: Path) -> None:
+    """A GIN index queues what is written in a pending list that every scan reads whole until it is merged. The
+    indexes a search reads (the words', the titles' and projects' trigrams) merge theirs at 256 kB (migration 116):
+    after an import of 400 conversations each holds at most 32 pending pages (with PostgreSQL's 4 MB it held
+    69, 67 and 56, read by every fetch), and a fetch reads at most that many pages more than once they are merged."""
+    fetches = [
+        (WORD_FETCH, {"owner": "a", "lexeme": "papaya7"}, SEARCHED_GIN[0]),
+        (TITLE_FETCH, {"pattern": "%topic 7%"}, SEARCHED_GIN[1]),
+        (PROJECT_FETCH, {"pattern": "%books3%"}, SEARCHED_GIN[2]),
+    ]
+    with fresh_database(server_dsn, "ghostmem_gin") as dsn:
+        convs = [
+            conversation(
+                f"c{i}",
+                f"ledger topic {i}",
+                i % 20,
+                [f"ledger entry {i} kiwi{i} mango{i % 7}", f"noted {i} papaya{i} guava{i}"] * 2,
+                project=f"books{i % 5}/ledger",
+            )
+            for i in range(400)
+        ]
+        with GhostMem(dsn=dsn, owner="a", embedder=HashEmbedder()) as gm:
+            import_generic(gm, tmp_path / "a.jsonl", convs)
+            with gm.connection() as conn:
+                assert gin_options(conn) == dict.fromkeys(SEARCHED_GIN, PENDING_LIST_OPTIONS)
+                check_short_pending_lists(conn, fetches)
+            assert [r.conv_id for r in gm.search_personal_memory("papaya7", mode="lexical").data.rows] == [
+                "c7"
+            ]
 
 
 def test_the_vector_leg_chooses_the_cheapest_scan() -> None:

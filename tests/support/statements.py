@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import Any
 
 from ghostmem.program import Params, Program, Query
@@ -38,3 +39,70 @@ def generic_plan(conn: Connection[Any], text: str) -> str:
     numbered = _PARAMETER.sub(placeholder, text)
     rows = conn.execute(f"EXPLAIN (GENERIC_PLAN, COSTS OFF) {numbered}".encode())
     return "\n".join(str(r[0]) for r in rows)
+
+
+# The GIN indexes a search reads: migration 116 bounds the pending list that each of their scans reads whole.
+SEARCHED_GIN = ("messages_owner_words", "conversations_title_trgm", "conversations_project_trgm")
+PENDING_LIST_OPTIONS = ["gin_pending_list_limit=256"]  # kB
+PENDING_LIST_PAGES = 256 // 8  # the most a pending list of 256 kB holds (8 kB pages)
+WORD_FETCH = (
+    "SELECT m.id FROM ghostmem.messages m WHERE ghostmem.owner_words(m.owner, m.tsv)"
+    " @@ ghostmem.owner_word_query(%(owner)s, %(lexeme)s) AND (m.owner || '') = %(owner)s"
+)  # one word of an owner, fetched as the lexical leg fetches it
+TITLE_FETCH = "SELECT c.conv_id FROM ghostmem.conversations c WHERE c.title ILIKE %(pattern)s"
+PROJECT_FETCH = "SELECT c.conv_id FROM ghostmem.conversations c WHERE c.project ILIKE %(pattern)s"
+
+
+def index_pages(conn: Connection[Any], statement: str, params: Params, index: str) -> int:
+    """The buffers the scan of ``index`` reads when ``statement`` runs (``EXPLAIN (ANALYZE, BUFFERS)``, sequential
+    scans off as in a search): for a GIN index, its entries and the whole of its pending list."""
+    conn.execute("SET enable_seqscan = off")
+    try:
+        (plan,) = conn.execute(
+            f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {statement}".encode(), params
+        ).fetchone() or [None]
+    finally:
+        conn.execute("RESET enable_seqscan")
+
+    def scans(node: dict[str, Any]) -> Iterator[dict[str, Any]]:
+        yield node
+        for child in node.get("Plans", []):
+            yield from scans(child)
+
+    found = [n for n in scans(plan[0]["Plan"]) if n.get("Index Name") == index]
+    assert found, plan
+    return sum(int(n["Shared Hit Blocks"]) + int(n["Shared Read Blocks"]) for n in found)
+
+
+def gin_options(conn: Connection[Any]) -> dict[str, list[str] | None]:
+    """The storage options of the GIN indexes a search reads."""
+    rows = conn.execute(
+        "SELECT c.relname, c.reloptions FROM pg_catalog.pg_class c"
+        " JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace"
+        " WHERE n.nspname = 'ghostmem' AND c.relname = ANY(%s)",
+        (list(SEARCHED_GIN),),
+    )
+    return {name: options for name, options in rows}
+
+
+def merge_pending(conn: Connection[Any]) -> list[int]:
+    """Merge the pending lists of the GIN indexes a search reads: the pages each held."""
+    rows = conn.execute(
+        "SELECT gin_clean_pending_list(('ghostmem.' || i)::regclass) FROM unnest(%s::text[]) WITH ORDINALITY AS u(i, n)"
+        " ORDER BY n",
+        (list(SEARCHED_GIN),),
+    )
+    return [int(r[0]) for r in rows]
+
+
+def check_short_pending_lists(conn: Connection[Any], fetches: list[tuple[str, Params, str]]) -> None:
+    """Each pending list of the GIN indexes a search reads holds at most :data:`PENDING_LIST_PAGES` pages, and each
+    of ``fetches`` (statement, parameters, index) reads at most that many pages more than once they are merged."""
+    queued = [index_pages(conn, *fetch) for fetch in fetches]
+    pending = merge_pending(conn)
+    merged = [index_pages(conn, *fetch) for fetch in fetches]
+    assert all(n <= PENDING_LIST_PAGES for n in pending), pending
+    assert all(0 <= q - m <= PENDING_LIST_PAGES for q, m in zip(queued, merged, strict=True)), (
+        queued,
+        merged,
+    )
