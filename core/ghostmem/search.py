@@ -713,9 +713,9 @@ def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int, floor: flo
     vec_depth = vector_depth(args.limit, depth, (share if lexical else 0.0) if filtered else None)
     literals["vec_depth"] = sql.Literal(vec_depth)
     if not rows[0]["scope_rows"]:
-        # No message in scope (an empty store, a project or time window without any): the vector leg could find
-        # nothing, so the query is not embedded (on a new home that would first prepare the model, ~20 s); a
-        # search by meaning alone then runs no leg at all.
+        # No message in scope (an empty store, a project, platform or time window without any): the vector leg
+        # could find nothing, so the query is not embedded (on a new home that would first prepare the model,
+        # ~20 s); a search by meaning alone then runs no leg at all.
         return _Plan(params=params, literals=literals, lexical=lexical, vector=False, scan="hnsw")
     literals["candidates"] = sql.Literal(quantized_candidates(vec_depth))
     scan = vector_scan(

@@ -399,12 +399,15 @@ def test_a_search_never_shows_another_owners_message_of_the_same_id(pg_dsn: str,
 
 @pytest.mark.parametrize("mode", ["hybrid", "vector"])
 def test_a_search_of_a_scope_without_messages_embeds_nothing(store: GhostMem, pg_dsn: str, mode: str) -> None:
-    """An empty store (a new home's first search) or a project without messages gives the vector leg nothing to
-    find: the query is not embedded, which with the real model on a new home would first prepare it (~20 s); a
-    search by meaning alone then has no leg to run and finds nothing, as the hybrid does."""
+    """An empty store (a new home's first search), a project or a platform without messages gives the vector leg
+    nothing to find: the query is not embedded, which with the real model on a new home would first prepare it
+    (~20 s); a search by meaning alone then has no leg to run and finds nothing, as the hybrid does."""
     counting = CountingEmbedder()
     with GhostMem(dsn=pg_dsn, owner=store.owner, embedder=counting) as gm:
         assert ids(gm.search_personal_memory("vacuum", project="no-such-project", mode=mode)) == []
+        # nor a platform without messages: its scope is its own rows (migration 120), counted as none
+        assert ids(gm.search_personal_memory("vacuum", platform="codex", days=30, mode=mode)) == []
+        assert ids(gm.search_personal_memory("vacuum", platform="codex", mode=mode)) == []
         args = SearchPersonalMemoryArgs(query="vacuum", project="no-such-project", mode=mode)
         with gm.connection() as conn:
             assert run_sync(search_messages(gm.context, args, 50), conn, gm.embedder) == []
