@@ -563,7 +563,7 @@ def _scope_rows(args: SearchPersonalMemoryArgs) -> sql.Composable:
     within the time window if there is one (its share of the owner's messages, taken as independent, as in
     :func:`_filter_share`); else with a time window, the owner's messages in it; else all of them. From migration
     092's counts and the conversations' message counts, which also count messages without a vector: an upper
-    bound."""
+    bound, except a platform within a window, which is an estimate; each is 0 only when nothing is in scope."""
     if args.project is not None:
         return sql.SQL(
             "((SELECT coalesce(sum(c.n), 0) FROM ghostmem.message_counts c WHERE {owner} AND c.project ILIKE"
