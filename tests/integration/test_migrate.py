@@ -14,7 +14,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -33,10 +33,12 @@ from support.conversations import conversation, stored
 from support.copies import vector_bits, word_counts
 from support.databases import fresh_database
 from support.statements import (
+    ITEM_FETCH,
     PENDING_LIST_OPTIONS,
     PENDING_LIST_PAGES,
     PROJECT_FETCH,
     SEARCHED_GIN,
+    STORE_GIN,
     TITLE_FETCH,
     WORD_FETCH,
     check_short_pending_lists,
@@ -54,6 +56,9 @@ BEFORE_WORD_COUNTS = 106  # everything before 107_message_lengths, which copies 
 BEFORE_MESSAGE_BITS = 109  # everything before 110_message_bits, which quantizes the compact vectors
 BEFORE_SHORT_PENDING_LIST = 115  # everything before 116_gin_short_pending_list (PostgreSQL's 4 MB GIN queues)
 BEFORE_PLATFORM_SCOPE = 119  # everything before 120_vector_platform_scope, which indexes them by platform
+BEFORE_STORE_PENDING_LIST = (
+    129  # everything before 130_store_items_short_pending_list (the store's 4 MB GIN queue)
+)
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
@@ -374,14 +379,15 @@ def test_105_drops_the_old_ghost_signatures_and_grants_the_new_ones_to_the_same_
         # an index cannot be locked by LOCK TABLE; a REINDEX in an open transaction holds it
         (BEFORE_SHORT_PENDING_LIST, "REINDEX INDEX ghostmem.conversations_project_trgm"),
         (BEFORE_PLATFORM_SCOPE, "LOCK TABLE ghostmem.message_vectors IN ACCESS EXCLUSIVE MODE"),
+        (BEFORE_STORE_PENDING_LIST, "REINDEX INDEX ghostmem.store_items_tsv"),
     ],
 )
 def test_an_upgrade_killed_in_the_middle_of_a_migration_resumes(
     empty_dsn: str, start: int, held: str
 ) -> None:
-    """A store at 100 (or 106, 109, 115, 119) with data (a word of 2,040 bytes and a message of ~57,000 distinct CJK
+    """A store at 100 (or 106, 109, 115, 119, 129) with data (a word of 2,040 bytes and a message of ~57,000 distinct CJK
     pairs among it, too long for 102's owner-keyed words if they were keyed whole), upgraded by a process SIGKILLed
-    while 101 (or 107, 110, 116, 120) is running (it waits for the table it copies or indexes, or the index it sets,
+    while 101 (or 107, 110, 116, 120, 130) is running (it waits for the table it copies or indexes, or the index it sets,
     which an administrator holds): nothing of it is left, and the next upgrade applies every migration with the data
     kept, the compact vectors, their bits and the word counts complete, the indexes built and set and the odd
     messages found."""
@@ -426,7 +432,7 @@ def test_an_upgrade_killed_in_the_middle_of_a_migration_resumes(
         )
         try:
             with psycopg.connect(empty_dsn, autocommit=True) as watch:
-                # until the migration waits for the lock, inside 101's (107's, 110's, 116's, 120's) transaction
+                # until the migration waits for the lock, inside 101's (107's, 110's, 116's, 120's, 130's) transaction
                 for _ in range(600):
                     waiting = watch.execute(
                         "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s"
@@ -460,7 +466,8 @@ def test_an_upgrade_killed_in_the_middle_of_a_migration_resumes(
             " 'ghostmem.message_bits_owner_platform_ts'::regclass)"
         ).fetchone()
         assert valid == (2,)
-        assert gin_options(conn) == dict.fromkeys(SEARCHED_GIN, PENDING_LIST_OPTIONS)
+        short = (*SEARCHED_GIN, STORE_GIN)
+        assert gin_options(conn, short) == dict.fromkeys(short, PENDING_LIST_OPTIONS)
     with GhostMem(dsn=empty_dsn, owner=owner, embedder=HashEmbedder()) as gm:
         for word in ("zebrafinch", "narwhal"):
             assert [r.conv_id for r in gm.search_personal_memory(word, mode="lexical").data.rows] == ["odd"]
@@ -724,6 +731,20 @@ def _queue_words(conn: psycopg.Connection[Any], owner: str, n: int, word: str) -
     )
 
 
+def _runtime_cannot_lengthen(conn: psycopg.Connection[Any], names: Sequence[str]) -> None:
+    """The role the application runs as can neither set nor reset the pending list limit of the GIN indexes
+    ``names``: they keep 256 kB."""
+    conn.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(RUNTIME)))
+    try:
+        for name in names:
+            for change in ("SET (gin_pending_list_limit = 4096)", "RESET (gin_pending_list_limit)"):
+                with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                    conn.execute(sql.SQL("ALTER INDEX ghostmem.{} " + change).format(sql.Identifier(name)))
+    finally:
+        conn.execute("RESET ROLE")
+    assert gin_options(conn, names) == dict.fromkeys(names, PENDING_LIST_OPTIONS)
+
+
 def test_116_merges_what_the_searched_indexes_queued_and_keeps_their_lists_short(empty_dsn: str) -> None:
     """A store at 115 whose GIN indexes queued the words, titles and projects of 4,000 conversations in pending lists
     of PostgreSQL's size (each fetch below read them whole) upgrades: 116 merges them, the same messages are found,
@@ -754,14 +775,42 @@ def test_116_merges_what_the_searched_indexes_queued_and_keeps_their_lists_short
         _queue_words(conn, f"{owner}-later", 4000, "plum")
         check_short_pending_lists(conn, fetches)
 
-        conn.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(RUNTIME)))
-        try:
-            for name in SEARCHED_GIN:
-                for change in ("SET (gin_pending_list_limit = 4096)", "RESET (gin_pending_list_limit)"):
-                    with pytest.raises(psycopg.errors.InsufficientPrivilege):
-                        conn.execute(
-                            sql.SQL("ALTER INDEX ghostmem.{} " + change).format(sql.Identifier(name))
-                        )
-        finally:
-            conn.execute("RESET ROLE")
-        assert gin_options(conn) == dict.fromkeys(SEARCHED_GIN, PENDING_LIST_OPTIONS)
+        _runtime_cannot_lengthen(conn, SEARCHED_GIN)
+
+
+def _queue_items(conn: psycopg.Connection[Any], owner: str, n: int, word: str) -> None:
+    """``n`` LangGraph store items of ``owner`` of eight words each, made of ``word`` and numbers, written in one
+    statement as ghostmem.items writes them (their vectors aside)."""
+    conn.execute(
+        "INSERT INTO ghostmem.store_items (owner, namespace, key, value, text, tsv)"
+        " SELECT %(owner)s, '{memories}', 'k' || i, '{}', t, ghostmem.lexemes(t) FROM generate_series(1, %(n)s) AS i,"
+        " LATERAL (SELECT concat_ws(' ', %(word)s || i, 'fig' || i %% 9, 'entry', 'user' || i %% 97, 'likes' || i %% 89,"
+        " 'tag' || i %% 31, 'note' || i %% 53, 'week' || i %% 52)) AS w(t)",
+        {"owner": owner, "word": word, "n": n},
+    )
+
+
+def test_130_merges_what_the_store_index_queued_and_keeps_its_list_short(empty_dsn: str) -> None:
+    """A store at 129 whose LangGraph store queued the words of 4,000 items in a pending list of PostgreSQL's size
+    (the store search's word fetch read it whole) upgrades: 130 merges it, the same item is found, and the 4,000
+    items written after it leave at most 32 pages in the list. The role the application runs as cannot give the
+    index its long list back."""
+    owner = f"store-gin-{uuid.uuid4().hex[:8]}"
+    fetches = [(ITEM_FETCH, {"owner": owner, "lexeme": "quince7"}, STORE_GIN)]
+    with psycopg.connect(empty_dsn, autocommit=True) as conn:
+        migrations.migrate(conn, 384, "hash", RUNTIME, upto=BEFORE_STORE_PENDING_LIST)
+        _queue_items(conn, owner, 4000, "quince")
+        (queued,) = (index_pages(conn, *fetch) for fetch in fetches)
+        before = conn.execute(ITEM_FETCH, fetches[0][1]).fetchall()
+        assert before == [("k7",)]
+
+        assert "130_store_items_short_pending_list" in migrations.migrate(conn, 384, "hash", RUNTIME)
+        assert gin_options(conn, [STORE_GIN]) == {STORE_GIN: PENDING_LIST_OPTIONS}
+        merged = index_pages(conn, *fetches[0])
+        assert merged + PENDING_LIST_PAGES < queued, (queued, merged)
+        assert conn.execute(ITEM_FETCH, fetches[0][1]).fetchall() == before
+
+        _queue_items(conn, f"{owner}-later", 4000, "plum")
+        check_short_pending_lists(conn, fetches)
+
+        _runtime_cannot_lengthen(conn, [STORE_GIN])

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from ghostmem.program import Params, Program, Query
@@ -43,6 +43,9 @@ def generic_plan(conn: Connection[Any], text: str) -> str:
 
 # The GIN indexes a search reads: migration 116 bounds the pending list that each of their scans reads whole.
 SEARCHED_GIN = ("messages_owner_words", "conversations_title_trgm", "conversations_project_trgm")
+STORE_GIN = (
+    "store_items_tsv"  # the LangGraph store's word index, read by every store search with a query (130)
+)
 PENDING_LIST_OPTIONS = ["gin_pending_list_limit=256"]  # kB
 PENDING_LIST_PAGES = 256 // 8  # the most a pending list of 256 kB holds (8 kB pages)
 WORD_FETCH = (
@@ -51,6 +54,10 @@ WORD_FETCH = (
 )  # one word of an owner, fetched as the lexical leg fetches it
 TITLE_FETCH = "SELECT c.conv_id FROM ghostmem.conversations c WHERE c.title ILIKE %(pattern)s"
 PROJECT_FETCH = "SELECT c.conv_id FROM ghostmem.conversations c WHERE c.project ILIKE %(pattern)s"
+ITEM_FETCH = (
+    "SELECT i.key FROM ghostmem.store_items i"
+    " WHERE i.tsv @@ ghostmem.lexeme_query(%(lexeme)s) AND (i.owner || '') = %(owner)s"
+)  # one word of a store's items, matched as ghostmem.items' lexical leg matches it
 
 
 def index_pages(conn: Connection[Any], statement: str, params: Params, index: str) -> int:
@@ -74,32 +81,32 @@ def index_pages(conn: Connection[Any], statement: str, params: Params, index: st
     return sum(int(n["Shared Hit Blocks"]) + int(n["Shared Read Blocks"]) for n in found)
 
 
-def gin_options(conn: Connection[Any]) -> dict[str, list[str] | None]:
-    """The storage options of the GIN indexes a search reads."""
+def gin_options(conn: Connection[Any], names: Sequence[str] = SEARCHED_GIN) -> dict[str, list[str] | None]:
+    """The storage options of the GIN indexes ``names`` (those a message search reads)."""
     rows = conn.execute(
         "SELECT c.relname, c.reloptions FROM pg_catalog.pg_class c"
         " JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace"
         " WHERE n.nspname = 'ghostmem' AND c.relname = ANY(%s)",
-        (list(SEARCHED_GIN),),
+        (list(names),),
     )
     return {name: options for name, options in rows}
 
 
-def merge_pending(conn: Connection[Any]) -> list[int]:
-    """Merge the pending lists of the GIN indexes a search reads: the pages each held."""
+def merge_pending(conn: Connection[Any], names: Sequence[str]) -> list[int]:
+    """Merge the pending lists of the GIN indexes ``names``: the pages each held."""
     rows = conn.execute(
         "SELECT gin_clean_pending_list(('ghostmem.' || i)::regclass) FROM unnest(%s::text[]) WITH ORDINALITY AS u(i, n)"
         " ORDER BY n",
-        (list(SEARCHED_GIN),),
+        (list(names),),
     )
     return [int(r[0]) for r in rows]
 
 
 def check_short_pending_lists(conn: Connection[Any], fetches: list[tuple[str, Params, str]]) -> None:
-    """Each pending list of the GIN indexes a search reads holds at most :data:`PENDING_LIST_PAGES` pages, and each
-    of ``fetches`` (statement, parameters, index) reads at most that many pages more than once they are merged."""
+    """The pending list of the GIN index each of ``fetches`` (statement, parameters, index) reads holds at most
+    :data:`PENDING_LIST_PAGES` pages, and each fetch reads at most that many pages more than once they are merged."""
     queued = [index_pages(conn, *fetch) for fetch in fetches]
-    pending = merge_pending(conn)
+    pending = merge_pending(conn, [index for _, _, index in fetches])
     merged = [index_pages(conn, *fetch) for fetch in fetches]
     assert all(n <= PENDING_LIST_PAGES for n in pending), pending
     assert all(0 <= q - m <= PENDING_LIST_PAGES for q, m in zip(queued, merged, strict=True)), (
