@@ -27,7 +27,7 @@ from psycopg.types.json import Jsonb
 from ghostmem.db import vector
 from ghostmem.embed import Embedder
 from ghostmem.errors import InvalidArgument
-from ghostmem.search import HNSW_EF_SEARCH, MAX_QUERY_TERMS, RRF_K, relevance, vector_weight
+from ghostmem.search import HNSW_EF_SEARCH, MAX_QUERY_TERMS, NO_JIT, RRF_K, relevance, vector_weight
 from ghostmem.store import embeddable
 
 RANK_DEPTH = (
@@ -277,8 +277,14 @@ def search_items(
     if query and searching:
         depth = min(max(RANK_DEPTH, offset + limit), MAX_RANK_DEPTH)
         weight = vector_weight(query)
+        # no JIT: with a filter on the values the statement reads the table twice (the idf's sample, the vector
+        # leg), estimated 9,300 at 40,000 items and growing with the table, every owner's items: 100,000 at
+        # some 450,000 (docs/store.md)
         conn.execute(
-            "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), set_config('hnsw.ef_search', %s, true)",
+            sql.SQL(
+                "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),"
+                " set_config('hnsw.ef_search', %s, true), {}"
+            ).format(NO_JIT),
             (str(max(depth, HNSW_EF_SEARCH)),),
         )
         statement = sql.SQL(

@@ -70,6 +70,11 @@ WIDE_FILTER_SHARE = 0.05  # filters keeping at least this share of the owner's m
 WIDE_VECTOR_PER_HIT = 2  # ... and the vector leg gives this many per requested conversation ...
 WIDE_VECTOR_DEPTH_MIN = 20  # ... and at least this many
 HNSW_EF_SEARCH = 100  # candidates an HNSW search keeps (pgvector's default is 40)
+# JIT compilation off for the rest of a read's transaction: the message search and the LangGraph store's search are
+# estimated above PostgreSQL's default jit_above_cost (100,000) at sizes a store reaches, and a server built with JIT
+# would compile their expressions on every call, tens of milliseconds for statements that run in a few
+# (docs/search.md, "No JIT compilation").
+NO_JIT = sql.SQL("set_config('jit', 'off', true)")
 DF_CAP = 100  # document frequencies are counted up to this; rarer lexemes gather the lexical candidates
 # A long query keeps its longest (most specific) lexemes; at most 64, the bits of a bigint (the window ranking).
 MAX_QUERY_TERMS = 64
@@ -669,9 +674,8 @@ def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int, floor: flo
         " set_config('hnsw.ef_search', %(ef_search)s, true) AS ef_search,"
         " set_config('hnsw.max_scan_tuples', %(max_scan)s, true) AS max_scan,"
         " set_config('enable_seqscan', 'off', true) AS seqscan,"
-        " set_config('max_parallel_workers_per_gather', '0', true) AS parallel,"
-        " set_config('jit', 'off', true) AS jit"
-    )
+        " set_config('max_parallel_workers_per_gather', '0', true) AS parallel, {jit} AS jit"
+    ).format(jit=NO_JIT)
     setting_params = {
         "ef_search": str(max(depth, HNSW_EF_SEARCH)),  # the vector leg's rows are never more than depth
         "max_scan": str(HNSW_MAX_SCAN_TUPLES),

@@ -28,6 +28,7 @@ from langgraph.store.base import (
 )
 from langmem import create_manage_memory_tool, create_search_memory_tool
 from support.adapters import ScriptedChatModel, call
+from support.statements import read_without_jit
 
 from langchain_ghostmem import GhostMemStore
 
@@ -553,3 +554,25 @@ def test_a_large_namespace_is_planned_as_large_and_its_idf_read_from_a_sample(
     assert "Index Scan using store_items_embedding_hnsw" in vector_leg[1], plan
     sample = plan[plan.index("CTE sample") :].splitlines()[1]
     assert "Limit" in sample and f"rows={items.IDF_SAMPLE} " in sample, plan
+
+
+@pytest.mark.parametrize("item_filter", [None, {"kind": "note"}])
+def test_a_store_search_never_compiles_its_statement(gm: GhostMem, owner: str, item_filter: Any) -> None:
+    """A store search with a query reads the table twice under a filter (the idf's sample, the vector leg): its
+    estimated cost grows with the table, every owner's items, and passes PostgreSQL's default ``jit_above_cost``
+    (100,000) at some 450,000 items, where a server built with JIT would compile its expressions on every search.
+    The search turns JIT off in its transaction, whatever the session says, and only there."""
+    from ghostmem.items import ItemWrite, search_items, write_items
+
+    with gm.connection() as conn:
+        write_items(
+            conn, owner, [ItemWrite(("n",), "k", {"kind": "note"}, "deploy notes", None)], gm.embedder
+        )
+        conn.commit()
+        found = read_without_jit(
+            conn,
+            lambda: search_items(
+                conn, owner, ("n",), embedder=gm.embedder, query="deploy notes", filter=item_filter
+            ),
+        )
+    assert [item.key for item in found] == ["k"]

@@ -26,6 +26,7 @@ from support.statements import (
     check_short_pending_lists,
     generic_plan,
     gin_options,
+    read_without_jit,
     recording,
 )
 
@@ -382,17 +383,12 @@ def test_a_search_never_compiles_its_statement(gm: GhostMem, tmp_path: Path, mod
     statement that runs in milliseconds: the search turns JIT off in its transaction, whatever the server, the
     database or the session says, and only there."""
     import_generic(gm, tmp_path / "j.jsonl", [conversation("j", "jit", 1, ["deploy notes", "fine"])])
+    args = SearchPersonalMemoryArgs(query="deploy notes", mode=mode)
     with gm.connection() as conn:
-        conn.execute("SET jit = on")  # the session's own choice (as a database's or a role's would be)
-        try:
-            args = SearchPersonalMemoryArgs(query="deploy notes", mode=mode)
-            assert run_sync(search_personal_memory(gm.context, args), conn, gm.embedder).rows
-            jit = "SELECT current_setting('jit')"
-            assert conn.execute(jit).fetchone() == ("off",)  # in the search's transaction
-            conn.commit()
-            assert conn.execute(jit).fetchone() == ("on",)  # not after it
-        finally:
-            conn.execute("RESET jit")
+        found = read_without_jit(
+            conn, lambda: run_sync(search_personal_memory(gm.context, args), conn, gm.embedder)
+        )
+    assert found.rows
 
 
 def test_what_a_search_scan_reads_of_the_queued_writes_is_bounded(server_dsn: str, tmp_path: Path) -> None:

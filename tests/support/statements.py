@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, TypeVar
 
 from ghostmem.program import Params, Program, Query
 from psycopg import Connection
 
 _PARAMETER = re.compile(r"%\((\w+)\)s")
+T = TypeVar("T")
 
 
 def recording(program: Program[Any], conn: Connection[Any], seen: list[tuple[str, Params]]) -> Program[Any]:
@@ -113,3 +114,19 @@ def check_short_pending_lists(conn: Connection[Any], fetches: list[tuple[str, Pa
         queued,
         merged,
     )
+
+
+def read_without_jit(conn: Connection[Any], read: Callable[[], T]) -> T:
+    """What ``read`` returns, checking that it ran on ``conn`` with JIT compilation off in its transaction although
+    the session asked for it (as a database's or a role's setting would), and only there: the session's setting
+    is back once the transaction commits."""
+    conn.execute("SET jit = on")
+    try:
+        result = read()
+        jit = "SELECT current_setting('jit')"
+        assert conn.execute(jit).fetchone() == ("off",)  # in the read's transaction
+        conn.commit()
+        assert conn.execute(jit).fetchone() == ("on",)  # not after it
+        return result
+    finally:
+        conn.execute("RESET jit")
