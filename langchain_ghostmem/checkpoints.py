@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 
 from ghostmem import GhostMem, db
 from ghostmem.binding import identity_named
+from ghostmem.context import checked_owner
+from ghostmem.errors import InvalidArgument
 from langchain_core.messages import BaseMessage
 
 from langchain_ghostmem.messages import to_record
@@ -72,6 +74,11 @@ def import_langgraph_checkpoints(
                 report.problems.append(f"thread {thread}: its messages are not LangChain messages; skipped")
                 continue
             owner = identity_named(latest.metadata.get(owner_key)) or store.owner  # type: ignore[union-attr]
+            try:
+                checked_owner(owner)
+            except InvalidArgument as exc:
+                report.problems.append(f"thread {thread}: {exc}; skipped")
+                continue
             result = store.capture_sync(
                 thread,
                 [to_record(m) for m in messages],

@@ -11,7 +11,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from ghostmem import GhostMem
+from ghostmem.context import checked_owner
 from ghostmem.embed import Embedder
+from ghostmem.errors import InvalidArgument
 from ghostmem.items import ItemWrite, get_items, list_namespaces, search_items, sweep_expired, write_items
 from langgraph.store.base import (
     BaseStore,
@@ -72,14 +74,15 @@ class GhostMemStore(BaseStore):
     ) -> None:
         self._owns_store = not isinstance(store, GhostMem)
         self.gm = store if isinstance(store, GhostMem) else GhostMem(dsn=store, embedder=embedder)
-        self.owner_rule = owner
+        self.owner_rule = checked_owner(owner) if isinstance(owner, str) else owner
         self.fields = tuple(fields)
         self.ttl_config = ttl
 
     # --- owners --------------------------------------------------------------------------------------------
 
     def owner_of(self, namespace: tuple[str, ...]) -> str:
-        """The owner of the items under ``namespace`` (see ``owner`` in the class docstring)."""
+        """The owner of the items under ``namespace`` (see ``owner`` in the class docstring); one longer than
+        ghostmem keeps is refused like a namespace that names none."""
         if isinstance(self.owner_rule, str):
             return self.owner_rule
         if self.owner_rule is None:
@@ -87,14 +90,18 @@ class GhostMemStore(BaseStore):
                 raise InvalidNamespaceError(
                     "This store takes the owner from the namespace's first label: name it (e.g. ('alice',))."
                 )
-            return namespace[0]
+            owner = namespace[0]
+        else:
+            try:
+                owner = self.owner_rule(namespace)
+            except (IndexError, KeyError) as exc:
+                raise InvalidNamespaceError(f"The namespace {namespace!r} does not name an owner.") from exc
+            if not isinstance(owner, str) or not owner:
+                raise InvalidNamespaceError(f"The namespace {namespace!r} does not name an owner.")
         try:
-            owner = self.owner_rule(namespace)
-        except (IndexError, KeyError) as exc:
-            raise InvalidNamespaceError(f"The namespace {namespace!r} does not name an owner.") from exc
-        if not isinstance(owner, str) or not owner:
-            raise InvalidNamespaceError(f"The namespace {namespace!r} does not name an owner.")
-        return owner
+            return checked_owner(owner)
+        except InvalidArgument as exc:
+            raise InvalidNamespaceError(str(exc)) from None
 
     # --- BaseStore -----------------------------------------------------------------------------------------
 

@@ -30,7 +30,7 @@ from pydantic import BaseModel
 
 from ghostmem import db
 from ghostmem.config import Settings
-from ghostmem.context import OpContext
+from ghostmem.context import OpContext, checked_owner
 from ghostmem.db.loops import LoopPools
 from ghostmem.db.replica import AsyncStandby, Missed, Standby
 from ghostmem.embed import Embedder, make_embedder
@@ -405,12 +405,16 @@ class GhostMem(_Base, SyncOps):
 
     # -- live capture: see ghostmem.capture (``owner``: whose memory, when not the client's) -------------------
 
+    def _whose(self, owner: str | None) -> str:
+        """The owner a capture call names (checked before anything is written), else the client's."""
+        return checked_owner(owner) if owner else self.owner
+
     def capture_messages(self, conv_id: str, *, owner: str | None = None) -> list[MessageRecord]:
         """The messages of a captured conversation, in order (empty when it does not exist)."""
         from ghostmem import capture
 
         with self.connection() as conn:
-            return capture.load_messages(conn, owner or self.owner, conv_id)
+            return capture.load_messages(conn, self._whose(owner), conv_id)
 
     def capture_append(
         self,
@@ -429,7 +433,7 @@ class GhostMem(_Base, SyncOps):
         with self.connection() as conn:
             return capture.append_messages(
                 conn,
-                owner or self.owner,
+                self._whose(owner),
                 conv_id,
                 platform,
                 messages,
@@ -454,7 +458,7 @@ class GhostMem(_Base, SyncOps):
         with self.connection() as conn:
             return capture.save_messages(
                 conn,
-                owner or self.owner,
+                self._whose(owner),
                 conv_id,
                 platform,
                 messages,
@@ -478,7 +482,7 @@ class GhostMem(_Base, SyncOps):
 
         with self.connection() as conn:
             return capture.remove_message(
-                conn, owner or self.owner, conv_id, platform, index, embedder=self.embedder, project=project
+                conn, self._whose(owner), conv_id, platform, index, embedder=self.embedder, project=project
             )
 
     def capture_delete(self, conv_id: str, *, owner: str | None = None) -> list[MessageRecord]:
@@ -486,7 +490,7 @@ class GhostMem(_Base, SyncOps):
         from ghostmem import capture
 
         with self.connection() as conn:
-            return capture.remove_conversation(conn, owner or self.owner, conv_id)
+            return capture.remove_conversation(conn, self._whose(owner), conv_id)
 
     def capture_sync(
         self,
@@ -505,7 +509,7 @@ class GhostMem(_Base, SyncOps):
 
         with self.connection() as conn:
             return capture.sync_messages(
-                conn, owner or self.owner, conv_id, platform, messages, ids,
+                conn, self._whose(owner), conv_id, platform, messages, ids,
                 embedder=self.embedder, title=title, project=project,
             )  # fmt: skip
 
@@ -514,7 +518,7 @@ class GhostMem(_Base, SyncOps):
         from ghostmem import capture
 
         with self.connection() as conn:
-            return capture.conversation_ids(conn, owner or self.owner, platform)
+            return capture.conversation_ids(conn, self._whose(owner), platform)
 
     def close(self) -> None:
         """Close the pools ghostmem opened, this store's and its async twin's (a pool passed in stays open); the

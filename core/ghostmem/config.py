@@ -25,6 +25,7 @@ from typing import Any
 
 import platformdirs
 
+from ghostmem.context import checked_owner
 from ghostmem.errors import InvalidArgument
 
 DEFAULT_EMBED_MODEL = "all-MiniLM-L6-v2"
@@ -64,6 +65,9 @@ class Settings:
     read_dsn: str | None = None
     read_wait: float = DEFAULT_READ_WAIT
     read_retry: float = DEFAULT_READ_RETRY
+
+    def __post_init__(self) -> None:
+        checked_owner(self.owner)
 
     @classmethod
     def from_env(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 
 from ghostmem.errors import InvalidArgument
+from ghostmem.limits import STORED_OWNER_BYTES
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,3 +32,21 @@ class OpContext:
             value = getattr(self, field.name)
             if isinstance(value, str) and "\x00" in value:
                 raise InvalidArgument(f"{field.name} must not contain NUL characters (\\x00): remove them")
+        checked_owner(self.owner)
+
+
+def checked_owner(owner: str) -> str:
+    """``owner``, when it is at most :data:`~ghostmem.limits.STORED_OWNER_BYTES` bytes; else one sentence.
+
+    Every way an owner comes in calls it before anything is written under it: the settings (``GhostMem(owner=...)``,
+    ``--owner``, ``GHOSTMEM_OWNER``), an operation's context (so a call's ``user_id`` through the tools, the
+    middleware or MCP), live capture's ``owner=``, the LangGraph store's namespaces and the MCP tokens file.
+    """
+    size = len(owner.encode("utf-8", "surrogatepass"))
+    if size > STORED_OWNER_BYTES:
+        raise InvalidArgument(
+            f"the owner {owner[:40]!r}… is {size:,} bytes, longer than the {STORED_OWNER_BYTES:,} bytes ghostmem "
+            "keeps of an owner (it leads every key of its memory): name it by a shorter id, such as a user id or a "
+            "hash of the name"
+        )
+    return owner

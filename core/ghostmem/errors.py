@@ -89,6 +89,13 @@ SQLSTATE_ERRORS: dict[str, tuple[type[GhostMemError], str]] = {
         DatabaseUnavailable,
         "the Postgres server ran out of a resource ({reason}): free connections, disk or memory, then try again",
     ),
+    # program_limit_exceeded: e.g. "index row size ... exceeds btree version 4 maximum 2704" for a key made of
+    # values too long together (a project or a LangGraph namespace of thousands of bytes). psycopg makes it an
+    # OperationalError, which is no lost connection: running it again would fail again.
+    "54": (
+        InvalidArgument,
+        "the database cannot hold a value this large ({reason}): make it shorter and try again",
+    ),
     "22023": (InvalidArgument, "{reason}"),  # invalid_parameter_value, raised by ghostmem's functions
     "22": (InvalidArgument, _REFUSED_VALUE),  # data exception
     # undefined_object (e.g. an unknown role), raised by ghostmem's functions

@@ -15,8 +15,8 @@ A message is cut at four points, for four reasons:
 A shown limit is never larger than the read limit of the same text, nor a read limit than the stored one (a test
 checks it): what is read is at least what is shown.
 
-Ids are never cut (they are a conversation's and a message's identity): one longer than :data:`STORED_ID_BYTES` is
-refused.
+Ids and owners are never cut (they are a conversation's, a message's and a memory's identity): an id longer than
+:data:`STORED_ID_BYTES`, an owner longer than :data:`STORED_OWNER_BYTES`, is refused.
 """
 
 from __future__ import annotations
@@ -41,6 +41,14 @@ EMBEDDED_MIN_CHARS = 3
 # the capture call, and a store holding one cannot apply such a migration until it is removed (ghostmem.db.migrate
 # says how). get_conversation accepts ids as long.
 STORED_ID_BYTES = 1_000
+# An owner (whose memory: GhostMem(owner=...), --owner, GHOSTMEM_OWNER, a call's user_id, a capture's owner, the
+# LangGraph store's namespace label, an MCP token's owner) is at most this many bytes (UTF-8). It leads every key and
+# index of every table, beside up to two ids (a conversation's and a message's native id): 256 + 2 × 1,000 bytes and
+# the rest of the key stay under the 2,704 bytes of a btree entry. A longer owner (some 2,650 random bytes fitted no
+# key) was refused only when its first row was written, with PostgreSQL's "index row size" text; it is now refused
+# where it comes in (ghostmem.context.checked_owner), before anything is written. An email address, a UUID or an
+# OAuth subject fits.
+STORED_OWNER_BYTES = 256
 
 # -- read: what a statement fetches of each message ------------------------------------------------------------------
 READ_THREAD_CHARS = 20_000  # get_conversation

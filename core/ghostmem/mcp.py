@@ -17,7 +17,8 @@ from typing import Any
 
 from ghostmem import __version__
 from ghostmem.binding import Binding
-from ghostmem.errors import GhostMemError
+from ghostmem.context import checked_owner
+from ghostmem.errors import GhostMemError, InvalidArgument
 from ghostmem.ops import OPS, OPS_BY_NAME
 
 try:
@@ -248,6 +249,10 @@ def _read_tokens(path: Path) -> list[tuple[bytes, str]]:
             )
         if hashed in entries:
             raise GhostMemError(f"{path}:{number}: this token is already listed (for {entries[hashed]!r})")
+        try:
+            checked_owner(parts[0])
+        except InvalidArgument as exc:
+            raise GhostMemError(f"{path}:{number}: {exc}") from None
         entries[hashed] = parts[0]
     return [(hashed.encode(), owner) for hashed, owner in entries.items()]
 
@@ -261,6 +266,7 @@ def add_token(path: Path, owner: str) -> str:
     owner only) and return the token, which is shown this once and stored nowhere."""
     if not owner.strip() or any(c.isspace() for c in owner) or "#" in owner:
         raise GhostMemError(f"an owner in the MCP tokens file has no spaces or '#' (got {owner!r})")
+    checked_owner(owner)
     if path.exists():
         _read_tokens(path)  # refuse to append to a file the server would refuse
     token = secrets.token_urlsafe(32)

@@ -180,12 +180,15 @@ def test_threads_a_postgres_saver_holds_are_imported_incrementally(gm: GhostMem,
             ("t-alice", alice, "the staging certificates expire on Friday"),
             ("t-bob", bob, "lunch order: ramen for the team"),
             ("t-nobody", None, "a thread without a user id"),
+            ("t-huge", "x" * 300, "a user id longer than ghostmem keeps of an owner"),
         ):
             configurable = {"thread_id": thread, **({"user_id": user} if user else {})}
             agent.invoke({"messages": [HumanMessage(text)]}, {"configurable": configurable})
         first = import_langgraph_checkpoints(gm, saver_dsn)
-        assert (first.threads, first.conversations_new, first.messages_new) == (3, 3, 6)
-        assert first.owners == {alice, bob, gm.owner} and first.problems == []
+        assert (first.threads, first.conversations_new, first.messages_new) == (4, 3, 6)
+        assert first.owners == {alice, bob, gm.owner}
+        assert [p.split(":")[0] for p in first.problems] == ["thread t-huge"]  # reported; the rest imported
+        assert "is 300 bytes, longer than the 256 bytes ghostmem keeps of an owner" in first.problems[0]
         again = import_langgraph_checkpoints(gm, saver_dsn)
         assert (again.conversations_new, again.messages_new) == (0, 0)  # incremental: nothing new
         agent.invoke(

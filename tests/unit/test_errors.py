@@ -36,6 +36,12 @@ from psycopg import errors as pg
         (pg.InvalidParameterValue("the project name is empty"), InvalidArgument, "the project name is empty"),
         (pg.NumericValueOutOfRange("integer out of range"), InvalidArgument, "cannot take a value"),
         (psycopg.DataError("PostgreSQL text fields cannot contain NUL (0x00) bytes"), InvalidArgument, "NUL"),
+        # too large for an index entry is an OperationalError too, but no lost connection: running it again fails
+        (
+            pg.ProgramLimitExceeded("index row size 3024 exceeds btree version 4 maximum 2704 for index \"k\""),
+            InvalidArgument,
+            "cannot hold a value this large (index row size 3024",
+        ),
         (pg.InsufficientPrivilege("permission denied for table messages"), PermissionDenied, "may not do that"),
         # a cancelled statement is an OperationalError, but no lost connection
         (pg.QueryCanceled("canceling statement due to statement timeout"), DatabaseError, "cancelled the call"),
