@@ -59,6 +59,9 @@ BEFORE_PLATFORM_SCOPE = 119  # everything before 120_vector_platform_scope, whic
 BEFORE_STORE_PENDING_LIST = (
     129  # everything before 130_store_items_short_pending_list (the store's 4 MB GIN queue)
 )
+BEFORE_RUNTIME_API = (
+    137  # everything before 138_runtime_api, whose table lists the functions a runtime role runs
+)
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
@@ -368,6 +371,58 @@ def test_105_drops_the_old_ghost_signatures_and_grants_the_new_ones_to_the_same_
     assert before["remember"] == {RUNTIME, second} and "PUBLIC" not in set().union(*after.values())
     # later API functions (127's has_visible_ghosts) go to the same roles
     assert after == {**before, "has_visible_ghosts": {RUNTIME, second}}
+
+
+def test_the_runtime_api_is_granted_from_one_list(empty_dsn: str) -> None:
+    """138: an upgrade with a second runtime role installed keeps every grant as it was, and agent.runtime_api lists
+    exactly what they are granted. A function a later migration adds to the list is granted to every installed
+    runtime role by agent.grant_runtime_api() and to a role installed afterwards, never to PUBLIC; a row whose
+    function was dropped grants nothing and breaks no install. The runtime role may neither write the list nor run
+    the functions that grant it."""
+    second, third = (f"ghostmem_rt_{uuid.uuid4().hex[:8]}" for _ in range(2))
+    with psycopg.connect(empty_dsn, autocommit=True) as conn:
+        migrations.migrate(conn, 384, "hash", RUNTIME, upto=BEFORE_RUNTIME_API)
+        conn.execute("SELECT agent.install_runtime_role(%s)", (second,))
+        before = _grants(conn)
+        try:
+            migrations.migrate(conn, 384, "hash", RUNTIME)
+            assert _grants(conn) == before
+            listed = {r[0] for r in conn.execute("SELECT (fn::oid::regproc)::text FROM agent.runtime_api")}
+            assert {f"agent.{name}" for name in before} == listed and len(listed) == 7
+            # what a later migration adding an API function does
+            conn.execute(
+                "CREATE FUNCTION agent.later_api(p_owner text) RETURNS integer LANGUAGE sql SECURITY DEFINER"
+                " SET search_path = pg_catalog, agent, pg_temp AS 'SELECT 1'"
+            )
+            conn.execute("REVOKE ALL ON FUNCTION agent.later_api(text) FROM PUBLIC")
+            conn.execute("INSERT INTO agent.runtime_api VALUES ('agent.later_api(text)')")
+            conn.execute("SELECT agent.grant_runtime_api()")
+            conn.execute("SELECT agent.install_runtime_role(%s)", (third,))
+            grants = _grants(conn)
+            assert grants["later_api"] == {RUNTIME, second, third}
+            assert grants == {
+                **{name: roles | {third} for name, roles in before.items()},
+                "later_api": grants["later_api"],
+            }
+            # a dropped function's row grants nothing and breaks nothing
+            conn.execute("DROP FUNCTION agent.later_api(text)")
+            conn.execute("SELECT agent.grant_runtime_api()")
+            # the runtime role may not write the list, nor grant it
+            conn.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(RUNTIME)))
+            for attempt in (
+                "INSERT INTO agent.runtime_api VALUES ('agent.install_runtime_role(text)')",
+                "DELETE FROM agent.runtime_api",
+                "SELECT agent.grant_runtime_api()",
+                f"SELECT agent.install_runtime_role('{RUNTIME}')",
+            ):
+                with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                    conn.execute(attempt)
+            conn.execute("RESET ROLE")
+        finally:
+            conn.execute("RESET ROLE")
+            for role in (second, third):
+                conn.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(role)))
+                conn.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(role)))
 
 
 @pytest.mark.parametrize(

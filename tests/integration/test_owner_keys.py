@@ -26,6 +26,7 @@ GLOBAL_TABLES = {
     "ghostmem.embedding_cache": "a model's vector of a text, shared by every owner who wrote that text",
     "agent.role_projects": "the operator's map of database roles to the projects they may claim",
     "agent.runtime_roles": "the database roles granted the ghost memory API",
+    "agent.runtime_api": "the functions of the ghost memory API a runtime role is granted",
     "ghostmem_migrations.applied": "which migrations ran (read and written by the migrating role only)",
 }
 
