@@ -31,12 +31,24 @@ The peers' copies are kept in the database with the corpus they were made from a
 definitions (:func:`setup_key`); a later run reuses them (the HNSW builds take minutes at a million rows) unless the
 corpus was loaded again, their definitions changed, or ``--rebuild-peers`` says so.
 
-Latency: *server* is the time of the SQL statements each system sends (ghostmem: timed on its connection;
-PGVectorStore: SQLAlchemy cursor events; LangGraph: a timing cursor class on its psycopg connection), with the query
-embedding computed beforehand; *call* is the whole call a user makes, embedding the query with the same MiniLM
-model. Ratios are peer / ghostmem (above 1 = ghostmem faster). The exact scans run first, in a pass of their own;
-then each system runs alone: every query once untimed (its index and table pages come into the server's cache, as
-they are for a store in use), every query timed server-side, then every query as a whole call
+Latency: *server* is the time of the SQL statements each system sends, each from its driver's ``execute`` until
+its rows are fetched and parsed in the client, with the query embedding computed beforehand: ghostmem's timed on its
+connection (:func:`bench.scale.server_side`; its window also holds psycopg composing the statement's text from its
+parts, 0.05–0.15 ms a search, which PGVectorStore does before its driver is called), PGVectorStore's by a cursor
+class given to its engine's psycopg connections (:func:`_timing_async_cursor_class`), LangGraph's by a cursor class
+on its psycopg connection. None
+counts the transaction's end (ghostmem's ``COMMIT``, the ``ROLLBACK`` SQLAlchemy's pool sends when PGVectorStore gives
+a connection back); each counts the ``BEGIN`` psycopg sends with a transaction's first statement (PGVectorStore opens
+one per statement: each runs on a connection of its own from the pool). Until now PGVectorStore was timed by
+SQLAlchemy's cursor events; SQLAlchemy's async psycopg adapter fetches every row inside its ``execute``, so those
+events covered the fetch too, plus SQLAlchemy's own work around the driver call: same run, 16 queries × 2 cases at
+100k, the events' mean was 0.05–0.15 ms above the driver cursor's (5–54 ms searches). Both figures are kept
+(``server`` and ``server_sqlalchemy_events``). *call* is the whole call a user makes, embedding the query with the
+same MiniLM model.
+
+Ratios are peer / ghostmem (above 1 = ghostmem faster). The exact scans run first, in a
+pass of their own; then each system runs alone: every query once untimed (its index and table pages come into the
+server's cache, as they are for a store in use), every query timed server-side, then every query as a whole call
 (no query is timed right after a sequential scan through every vector, or right after another system's search).
 
 Quality: message-level recall@k of each vector search against the exact scan's top-k messages, and, for ghostmem
@@ -180,7 +192,8 @@ class QueryEmbeddings(Embeddings):
 
 
 class StatementClock:
-    """Accumulates the time of SQL statements reported by a driver hook."""
+    """Accumulates the time of SQL statements reported by a driver hook: ``start``/``stop`` pairs (the first
+    statement started is the first to stop), or spans measured by the hook itself (``add``)."""
 
     def __init__(self) -> None:
         self.total = 0.0
@@ -194,6 +207,9 @@ class StatementClock:
     def stop(self, *_: Any) -> None:
         if self._t0:
             self.total += time.perf_counter() - self._t0.pop(0)
+
+    def add(self, seconds: float) -> None:
+        self.total += seconds
 
     def take(self) -> float:
         total, self.total = self.total, 0.0
@@ -221,6 +237,33 @@ def _timing_cursor_class(clock: StatementClock) -> type[psycopg.Cursor[Any]]:
                 clock.stop()
 
     return TimingCursor
+
+
+def _timing_async_cursor_class(clock: StatementClock) -> type[psycopg.AsyncCursor[Any]]:
+    """PGVectorStore's driver cursor (its engine is SQLAlchemy's async psycopg one), timing each statement from
+    ``execute`` to the end of its ``fetchall``: the instrument of ghostmem's and LangGraph's figures.
+
+    SQLAlchemy's async adapter fetches a statement's rows inside its own ``execute``, right after psycopg's; a
+    statement without rows (a ``SET``) ends with its ``execute``. The spans of both calls are summed.
+    """
+
+    class TimingAsyncCursor(psycopg.AsyncCursor[Any]):
+        async def execute(self, query: Any, params: Any = None, **kw: Any) -> TimingAsyncCursor:
+            t0 = time.perf_counter()
+            try:
+                await super().execute(query, params, **kw)
+            finally:
+                clock.add(time.perf_counter() - t0)
+            return self
+
+        async def fetchall(self) -> list[Any]:
+            t0 = time.perf_counter()
+            try:
+                return await super().fetchall()
+            finally:
+                clock.add(time.perf_counter() - t0)
+
+    return TimingAsyncCursor
 
 
 # -- setting the peers up ----------------------------------------------------------------------------------
@@ -469,10 +512,9 @@ def _recall(found: Sequence[Any], truth: Sequence[Any]) -> float | None:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    from langchain_postgres import PGEngine, PGVectorStore
+    from langchain_postgres import PGVectorStore
     from langchain_postgres.v2.hybrid_search_config import HybridSearchConfig, reciprocal_rank_fusion
     from langgraph.store.postgres import PostgresStore
-    from sqlalchemy import event
 
     progress = logger.info
     embedder = make_embedder(args.model)
@@ -497,11 +539,24 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         index = {q: i for i, q in enumerate(queries)}  # a query's project (round robin)
         cases = [c for c in default_cases() if not args.cases or c.label in args.cases.split(",")]
 
-        lc_clock = StatementClock()
-        engine = PGEngine.from_connection_string(_sqlalchemy_url(dsn))
-        sync_engine = engine._pool.sync_engine
-        event.listen(sync_engine, "before_cursor_execute", lc_clock.start)
-        event.listen(sync_engine, "after_cursor_execute", lc_clock.stop)
+        lc_clock, lc_events = StatementClock(), StatementClock()
+        engines: dict[str, Any] = {}  # system name suffix -> its PGEngine
+        if "pgvectorstore" in peers:
+            engines[""] = _pgvectorstore_engine(dsn, lc_clock, lc_events, None)
+        pgvector_settings = {f"PGVectorStore{name}": _pgvector_settings(e) for name, e in engines.items()}
+        lc_stores = {
+            name: tuple(
+                PGVectorStore.create_sync(
+                    engine,
+                    embeddings,
+                    LC_TABLE,
+                    schema_name=PEER_SCHEMA,
+                    metadata_columns=["conv_id", "ts", "platform", "project"],
+                )
+                for embeddings in (cached, live)
+            )
+            for name, engine in engines.items()
+        }
         lg_clock = StatementClock()
         lg_conn = _langgraph_conn(dsn, lg_clock) if "langgraph" in peers else None
         lg_store = lg_conn and PostgresStore(
@@ -510,14 +565,6 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         lg_store_live = lg_conn and PostgresStore(
             lg_conn, index={"dims": corpus.DIMS, "embed": live, "fields": ["text"]}
         )
-        lc_cached = lc_live = None
-        if "pgvectorstore" in peers:
-            common = {
-                "schema_name": PEER_SCHEMA,
-                "metadata_columns": ["conv_id", "ts", "platform", "project"],
-            }
-            lc_cached = PGVectorStore.create_sync(engine, cached, LC_TABLE, **common)  # type: ignore[arg-type]
-            lc_live = PGVectorStore.create_sync(engine, live, LC_TABLE, **common)  # type: ignore[arg-type]
 
         def fresh_hybrid(filtered: bool) -> HybridSearchConfig:
             # A new config per query: 0.0.19 stores the first query's words in the config (issue #337).
@@ -550,11 +597,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     _ghostmem_system(gm, mode, k, bound.ghostmem, precomputed)
                     for mode in ("hybrid", "vector")
                 ]
-                if lc_cached is not None and lc_live is not None:
+                for suffix, (lc_cached, lc_live) in lc_stores.items():
                     systems += _pgvectorstore_systems(
+                        suffix,
                         lc_cached,
                         lc_live,
-                        lc_clock,
+                        (lc_clock, lc_events),
                         exact_conn,
                         vectors,
                         k,
@@ -567,7 +615,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     _measure(system, queries, truth, acc)
                 results.append(_case_summary(case.label, acc, k))
                 _print_case(results[-1])
-        engine._run_as_sync(engine.close())
+        for engine in engines.values():
+            engine._run_as_sync(engine.close())
         if lg_conn is not None:
             lg_conn.close()
     return {
@@ -580,16 +629,62 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "load": load_info,
         "peer_setup": setups,
         "versions": _versions(),
+        "pgvector_settings": pgvector_settings,
         "cases": results,
     }
 
 
+def _pgvectorstore_engine(
+    dsn: str, clock: StatementClock, events: StatementClock, options: str | None
+) -> Any:
+    """A ``PGEngine`` made the way a user makes one (``from_connection_string``; ``options``: server settings for
+    every connection it opens, as libpq takes them). ``clock`` times its statements at the driver's cursor (the
+    figure compared); ``events`` by SQLAlchemy's cursor events (the earlier figure, kept beside it)."""
+    from langchain_postgres import PGEngine
+    from sqlalchemy import event
+
+    connect_args: dict[str, Any] = {"cursor_factory": _timing_async_cursor_class(clock)}
+    if options:
+        connect_args["options"] = options
+    engine = PGEngine.from_connection_string(_sqlalchemy_url(dsn), connect_args=connect_args)
+    sync_engine = engine._pool.sync_engine
+    event.listen(sync_engine, "before_cursor_execute", events.start)
+    event.listen(sync_engine, "after_cursor_execute", events.stop)
+    return engine
+
+
+def _pgvector_settings(engine: Any) -> dict[str, str]:
+    """The pgvector settings a connection of ``engine`` searches with, read after pgvector has loaded in it (a
+    setting given at connect time is only checked then) — and the extension's version."""
+    from sqlalchemy import text
+
+    async def read() -> dict[str, str]:
+        async with engine._pool.connect() as conn:
+            await conn.execute(text("SELECT '[1]'::vector"))
+            names = (
+                "hnsw.iterative_scan",
+                "hnsw.ef_search",
+                "hnsw.max_scan_tuples",
+                "hnsw.scan_mem_multiplier",
+            )
+            out = {
+                n: (await conn.execute(text("SELECT current_setting(:n)"), {"n": n})).scalar_one()
+                for n in names
+            }
+            version = await conn.execute(text("SELECT extversion FROM pg_extension WHERE extname = 'vector'"))
+            out["pgvector"] = version.scalar_one()
+        return out
+
+    return engine._run_as_sync(read())  # type: ignore[no-any-return]
+
+
 @dataclass(frozen=True)
 class _System:
-    """One searcher: ``server(q)`` = (seconds in its SQL, what came back); ``call(q)`` = the whole call."""
+    """One searcher: ``server(q)`` = (seconds in its SQL by each clock, what came back); ``call(q)`` = the whole
+    call. The first clock, ``server``, is the figure compared."""
 
     name: str
-    server: Callable[[str], tuple[float, _Found]]
+    server: Callable[[str], tuple[dict[str, float], _Found]]
     call: Callable[[str], object]
     floored: bool = (
         False  # returns nothing farther than ghostmem's similarity floor (compared with that truth)
@@ -600,7 +695,7 @@ class _System:
 class _Found:
     rows: int
     conv_ids: list[str]
-    msg_ids: list[int] | None = None  # message-level results (vector searches of messages)
+    msg_ids: Callable[[], list[int]] | None = None  # message-level results (vector searches of messages)
 
 
 def _measure(system: _System, queries: list[str], truth: dict[str, _Truth], acc: dict[str, Any]) -> None:
@@ -610,17 +705,17 @@ def _measure(system: _System, queries: list[str], truth: dict[str, _Truth], acc:
         system.server(q)
     for q in queries[:WARM_UP_CALLS]:
         system.call(q)
-    for q in queries:
-        srv, found = system.server(q)
+    timed = [system.server(q) for q in queries]
+    for q, (clocks, found) in zip(queries, timed, strict=True):
         exact = truth[q]
         convs = exact.floored_conv_ids if system.floored else exact.conv_ids
         values: dict[str, Any] = {
-            "server": srv,
+            **clocks,
             "rows": found.rows,
             "conv_recall": _recall(list(dict.fromkeys(found.conv_ids)), convs),
         }
         if found.msg_ids is not None:
-            values["msg_recall"] = _recall(found.msg_ids, exact.msg_ids)
+            values["msg_recall"] = _recall(found.msg_ids(), exact.msg_ids)
         _add(acc, system.name, **values)
     for q in queries:
         t0 = time.perf_counter()
@@ -652,10 +747,10 @@ def _ghostmem_system(
     def arguments(q: str) -> dict[str, Any]:
         return {"query": q, "limit": k, "mode": mode, **filters(q)}
 
-    def server(q: str) -> tuple[float, _Found]:
+    def server(q: str) -> tuple[dict[str, float], _Found]:
         srv, data = server_side(gm, "search_personal_memory", arguments(q), precomputed)
         convs = [h.conv_id for h in data.rows]
-        return srv, _Found(rows=len(convs), conv_ids=convs)
+        return {"server": srv}, _Found(rows=len(convs), conv_ids=convs)
 
     return _System(
         f"ghostmem {mode}", server, lambda q: gm.run("search_personal_memory", arguments(q)), floored=True
@@ -663,46 +758,58 @@ def _ghostmem_system(
 
 
 def _pgvectorstore_systems(
+    suffix: str,
     lc_cached: Any,
     lc_live: Any,
-    clock: StatementClock,
+    clocks: tuple[StatementClock, StatementClock],
     conn: psycopg.Connection[Any],
     vectors: dict[str, list[float]],
     k: int,
     filt: Callable[[str], dict[str, Any] | None],
     fresh_hybrid: Callable[[bool], Any],
 ) -> list[_System]:
-    def vector(q: str) -> tuple[float, _Found]:
+    clock, events = clocks
+
+    def timed(search: Callable[[], list[Any]]) -> tuple[dict[str, float], list[Any]]:
         clock.take()
-        docs = lc_cached.similarity_search_by_vector(vectors[q], k=k, filter=filt(q))
-        srv = clock.take()
-        ids = _lc_message_ids(conn, [d.id for d in docs])
-        return srv, _Found(len(docs), [d.metadata["conv_id"] for d in docs], ids)
+        events.take()
+        docs = search()
+        return {"server": clock.take(), "server_sqlalchemy_events": events.take()}, docs
+
+    def vector(q: str) -> tuple[dict[str, float], _Found]:
+        clocks, docs = timed(lambda: lc_cached.similarity_search_by_vector(vectors[q], k=k, filter=filt(q)))
+        ids = [d.id for d in docs]
+        return clocks, _Found(
+            len(docs), [d.metadata["conv_id"] for d in docs], lambda: _lc_message_ids(conn, ids)
+        )
 
     def hybrid_call(store: Any, q: str) -> Any:
         f = filt(q)
         return store.similarity_search(q, k=k, filter=f, hybrid_search_config=fresh_hybrid(f is not None))
 
-    def hybrid(q: str) -> tuple[float, _Found]:
-        clock.take()
-        docs = hybrid_call(lc_cached, q)
-        srv = clock.take()
-        return srv, _Found(len(docs), [d.metadata["conv_id"] for d in docs])
+    def hybrid(q: str) -> tuple[dict[str, float], _Found]:
+        clocks, docs = timed(lambda: hybrid_call(lc_cached, q))
+        return clocks, _Found(len(docs), [d.metadata["conv_id"] for d in docs])
 
     return [
-        _System("PGVectorStore vector", vector, lambda q: lc_live.similarity_search(q, k=k, filter=filt(q))),
-        _System("PGVectorStore hybrid", hybrid, lambda q: hybrid_call(lc_live, q)),
+        _System(
+            f"PGVectorStore vector{suffix}",
+            vector,
+            lambda q: lc_live.similarity_search(q, k=k, filter=filt(q)),
+        ),
+        _System(f"PGVectorStore hybrid{suffix}", hybrid, lambda q: hybrid_call(lc_live, q)),
     ]
 
 
 def _langgraph_system(
     store: Any, live: Any, clock: StatementClock, k: int, filt: Callable[[str], dict[str, Any] | None]
 ) -> _System:
-    def server(q: str) -> tuple[float, _Found]:
+    def server(q: str) -> tuple[dict[str, float], _Found]:
         clock.take()
         items = store.search(NAMESPACE, query=q, limit=k, filter=filt(q))
         srv = clock.take()
-        return srv, _Found(len(items), [i.value["conv_id"] for i in items], [int(i.key) for i in items])
+        ids = [int(i.key) for i in items]
+        return {"server": srv}, _Found(len(items), [i.value["conv_id"] for i in items], lambda: ids)
 
     return _System(
         "LangGraph PostgresStore", server, lambda q: live.search(NAMESPACE, query=q, limit=k, filter=filt(q))
@@ -734,6 +841,8 @@ def _case_summary(label: str, acc: dict[str, dict[str, list[Any]]], k: int) -> d
     systems: dict[str, Any] = {}
     for system, values in acc.items():
         entry: dict[str, Any] = {"server": summarise(values["server"])}
+        for clock in [c for c in values if c.startswith("server_")]:
+            entry[clock] = summarise(values[clock])
         if "call" in values:
             entry["call"] = summarise(values["call"])
         entry["rows_median"] = statistics.median(values["rows"])
@@ -799,7 +908,9 @@ def main(argv: list[str] | None = None) -> int:
         + ")",
     )
     p.add_argument(
-        "--peers", default="pgvectorstore,langgraph", help="comma-separated: pgvectorstore,langgraph"
+        "--peers",
+        default="pgvectorstore,langgraph",
+        help="comma-separated: pgvectorstore,langgraph",
     )
     p.add_argument("--rebuild-peers", action="store_true", help="copy and index the peers' tables again")
     args = p.parse_args(argv)

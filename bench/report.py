@@ -44,8 +44,9 @@ triggers firing on every row, and every index is re-created from its own definit
 runs under a temporary `GHOSTMEM_HOME`, with the product's settings (`shared_buffers` a quarter of the machine's
 memory, 128MB to 4GB; each run's value is in its server table).
 
-**Latency**: *server* is the time of the SQL statements an operation sends, timed on its connection over the
-Unix socket, with the query embedding computed beforehand; *call* is the whole tool call, `gm.run(name, args)`:
+**Latency**: *server* is the time of the SQL statements an operation sends, each from the driver's `execute` until
+its rows are fetched and parsed in the client, timed on its connection over the Unix socket, with the query embedding
+computed beforehand; *call* is the whole tool call, `gm.run(name, args)`:
 validation, embedding the query with MiniLM on the CPU, every statement, rendering. Medians (p50) and 95th
 percentiles over the argument sets of each case: every set runs once untimed (its pages come into the server's
 cache, as they are for a store in use), then every set is timed server-side, then every set as a whole call (after
@@ -57,7 +58,14 @@ bounds and its p95 is noisy, while the ratios, measured side by side, remain com
 indexes — langchain-postgres `PGVectorStore` (HNSW m=16, ef_construction=64; GIN on its `content_tsv`; hybrid =
 its own dense query + `ts_rank_cd` keyword query fused by its reciprocal-rank function, each leg asked for as many
 candidates as ghostmem's legs: 100 keyword matches, 100 nearest — 50 under a filter; its HNSW scans at pgvector's
-default `ef_search` 40, so it never returns more than 40 nearest; ghostmem's at 100) and LangGraph `PostgresStore` (HNSW on `store_vectors`). langchain-postgres
+default `ef_search` 40, so it never returns more than 40 nearest; ghostmem's at 100) and LangGraph `PostgresStore` (HNSW on `store_vectors`).
+Every system's *server* figure covers its statements from the driver's `execute` to the end of their fetch:
+ghostmem's on its connection (psycopg composing the statement's text from its parts included, 0.05–0.15 ms a
+search), PGVectorStore's at its driver's cursor (psycopg's `execute` and `fetchall`; SQLAlchemy's async adapter
+fetches every row inside its `execute`, so SQLAlchemy's cursor events, the earlier clock, covered the fetch too and
+read 0.05–0.15 ms more a search — both figures are in the results and in a table below each case), LangGraph's at
+a cursor class on its connection; none counts the transaction's `COMMIT`/`ROLLBACK`, and each counts the `BEGIN`
+its driver sends with its first statement. langchain-postgres
 0.0.19 keeps the first hybrid query's words in the config object and reuses them for later queries (upstream
 issue #337); here **every hybrid query gets a fresh `HybridSearchConfig`**, so each query is searched by its own
 words. The exact reference is the same vector query run as a sequential scan. Recall: message-level recall@k of a
@@ -239,8 +247,28 @@ def peers_section(runs: list[dict[str, Any]]) -> str:
             ]
             out.append("\nPeer ÷ ghostmem hybrid (above 1 = ghostmem faster):\n")
             out.append(_table(("system", "server p50", "server p95", "call p50", "call p95"), ratio_rows))
+            clocks = _clock_comparison(case)
+            if clocks:
+                out.append(clocks)
             out.append("")
     return "\n".join(out)
+
+
+def _clock_comparison(case: dict[str, Any]) -> str:
+    """PGVectorStore's statements by the compared clock (its driver's cursor) and by SQLAlchemy's cursor events."""
+    rows = [
+        (system, e["server"]["p50_ms"], e["server_sqlalchemy_events"]["p50_ms"], e["server"]["mean_ms"],
+         e["server_sqlalchemy_events"]["mean_ms"])
+        for system, e in case["systems"].items()
+        if "server_sqlalchemy_events" in e
+    ]  # fmt: skip
+    if not rows:
+        return ""
+    head = ("system", "driver cursor p50 ms", "SQLAlchemy events p50 ms", "driver cursor mean", "events mean")
+    return f"\nThe same searches by the earlier clock (SQLAlchemy's cursor events):\n\n{_table(head, rows)}"
+
+
+PEER = "PGVectorStore hybrid"  # the goal's peer, at its defaults
 
 
 def peers_summary(runs: list[dict[str, Any]]) -> str:
@@ -250,10 +278,10 @@ def peers_summary(runs: list[dict[str, Any]]) -> str:
         load = r["machine"].get("load_average") or [None]
         for case in r["cases"]:
             gm = case["systems"].get("ghostmem hybrid")
-            lc = case["systems"].get("PGVectorStore hybrid")
+            lc = case["systems"].get(PEER)
             if not gm or not lc:
                 continue
-            ratio = case["ratio_peer_over_ghostmem_hybrid"].get("PGVectorStore hybrid", {})
+            ratio = case["ratio_peer_over_ghostmem_hybrid"].get(PEER, {})
             rows.append(
                 (
                     f"{r['messages']:,}", case["case"],
@@ -270,12 +298,13 @@ def peers_summary(runs: list[dict[str, Any]]) -> str:
         "messages", "case", "ghostmem hybrid p50 / p95", "PGVectorStore hybrid p50 / p95", "ratio p50 / p95",
         "ghostmem conv recall@k", "PGVectorStore conv recall@k", "rows", "load",
     )  # fmt: skip
-    return (
-        "Every case at a glance — server-side ms, PGVectorStore hybrid ÷ ghostmem hybrid from the same run (above 1 "
-        "= ghostmem faster), conversation recall@k against the exact nearest conversations (ghostmem's within its "
-        "similarity floor), rows returned (median); the load average is the machine's when the run ended (2 cores):"
-        f"\n\n{_table(head, rows)}\n"
+    out = (
+        "Every case at a glance — server-side ms, PGVectorStore hybrid (at its defaults: the goal's peer) ÷ ghostmem "
+        "hybrid from the same run (above 1 = ghostmem faster), conversation "
+        "recall@k against the exact nearest conversations (ghostmem's within its similarity floor), rows returned "
+        f"(median); the load average is the machine's when the run ended (2 cores):\n\n{_table(head, rows)}\n"
     )
+    return out
 
 
 def ingest_section(runs: list[dict[str, Any]]) -> str:

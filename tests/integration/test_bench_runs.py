@@ -129,11 +129,18 @@ def test_peers_compare_on_the_same_data(results: dict[str, Any]) -> None:
             for metric in ("msg_recall", "conv_recall"):
                 if metric in entry:
                     assert 0.0 <= entry[metric] <= 1.0, (name, metric)
+            if name.startswith(
+                "PGVectorStore"
+            ):  # its earlier clock, same searches: around the driver's calls
+                assert entry["server_sqlalchemy_events"]["mean_ms"] >= entry["server"]["mean_ms"], name
         assert set(case["ratio_peer_over_ghostmem_hybrid"]) == set(systems) - {"ghostmem hybrid"}
     unfiltered = run["cases"][0]["systems"]
     # on 2,000 messages an HNSW scan is close to exact: the recall bookkeeping must say so
     assert unfiltered["PGVectorStore vector"]["msg_recall"] >= 0.8
     assert unfiltered["ghostmem vector"]["conv_recall"] >= 0.8
+    # the settings PGVectorStore's connections search with are recorded: pgvector's defaults
+    settings = run["pgvector_settings"]["PGVectorStore"]
+    assert settings["hnsw.iterative_scan"] == "off" and settings["hnsw.ef_search"] == "40"
 
 
 def test_fairness_runs_the_small_owner_in_both_databases(
@@ -210,6 +217,7 @@ def test_report_renders_every_result_with_its_command(results: dict[str, Any], t
     for name in ("scale", "peers", "ingest", "cli"):
         assert results[name]["command"] in text
     assert "PGVectorStore hybrid" in text and "## Speed at scale" in text and "## Ingest throughput" in text
+    assert "The same searches by the earlier clock (SQLAlchemy's cursor events)" in text
     assert "## Cold commands" in text and "Every case at a glance" in text
     assert f"{results['peers']['cases'][0]['systems']['ghostmem hybrid']['server']['p50_ms']:.2f}" in text
     assert (tmp_path / "img" / "bench-peers.png").stat().st_size > 1000
