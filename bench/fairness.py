@@ -11,7 +11,10 @@ in each database, then ``--passes`` timed passes over the queries, each query se
 back (which one first alternates from query to query and pass to pass), so that both sides of the ratio are
 measured at the same moments of the machine's load. The figure is the ratio shared ÷ own of the p50 and p95 over
 all timed searches (the goal: p95 at most 1.5), the p95 ratio of each pass alone (how much one pass's figure
-moves), and whether both returned the same conversations (the same data, so they should).
+moves), and whether both returned the same conversations (the same data, so they should). Where both databases
+run on this machine, each on a server of its own (the default), each server's CPU time over the timed passes per
+search is reported too (``cpu_ms_per_search``, :mod:`bench.server_cpu`; each server does only its own side's
+searches then): the work a search costs, which the machine's load stretches far less than latency.
 
 Why passes and pairs: until session 21 each case timed its 48 queries once in the shared database, then once in
 the database of its own. A search's time is mostly its query's (the same queries are the slowest in every pass),
@@ -51,6 +54,7 @@ from bench.scale import (
     write_corpus,
     write_json,
 )
+from bench.server_cpu import ServerCPU
 
 logger = logging.getLogger("bench.fairness")
 
@@ -77,10 +81,15 @@ def ensure_small_owner(dsn: str, messages: int, seed: int, embedder: Any, sample
 
 
 def _times(
-    systems: tuple[GhostMem, GhostMem], case: Case, queries: list[str], pre: PrecomputedEmbedder, passes: int
-) -> tuple[list[list[float]], list[list[float]], list[list[Any]]]:
+    systems: tuple[GhostMem, GhostMem],
+    case: Case,
+    queries: list[str],
+    pre: PrecomputedEmbedder,
+    passes: int,
+    cpus: tuple[ServerCPU, ServerCPU] | None,
+) -> tuple[list[list[float]], list[list[float]], list[list[Any]], list[float] | None]:
     """Each database's search times by pass (paired: each query in both databases back to back, the first of the
-    two alternating), and what each returned in the last pass."""
+    two alternating), what each returned in the last pass, and each server's CPU seconds over the timed passes."""
 
     def arguments(i: int, q: str) -> dict[str, Any]:
         return {"query": q, "limit": 10, "mode": "hybrid", **case.ghostmem(i)}
@@ -90,6 +99,7 @@ def _times(
             server_side(gm, "search_personal_memory", arguments(i, q), pre)
     times: list[list[list[float]]] = [[], []]
     found: list[list[Any]] = [[], []]
+    cpu_before = [c.seconds() for c in cpus] if cpus else []
     for p in range(passes):
         for side in (0, 1):
             times[side].append([])
@@ -99,7 +109,21 @@ def _times(
                 t, data = server_side(systems[side], "search_personal_memory", arguments(i, q), pre)
                 times[side][p].append(t)
                 found[side].append([h.conv_id for h in data.rows])
-    return times[0], times[1], found
+    cpu = [c.seconds() - b for c, b in zip(cpus, cpu_before, strict=True)] if cpus else None
+    return times[0], times[1], found, cpu
+
+
+def _server_cpus(dsn: str, own_dsn: str) -> tuple[ServerCPU, ServerCPU] | None:
+    """Both databases' servers' CPU readers: only when both run here, each on a server of its own (two databases
+    of one server share its processes, and their searches' CPU times could not be told apart)."""
+    readers = []
+    for d in (dsn, own_dsn):
+        with psycopg.connect(d, autocommit=True) as conn:
+            readers.append(ServerCPU.of(conn))
+    shared, own = readers
+    if shared is None or own is None or shared.postmaster == own.postmaster:
+        return None
+    return shared, own
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -115,13 +139,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         queries = [q["query"] for q in corpus.query_texts(args.seed, args.queries)]
         pre = PrecomputedEmbedder(embedder, {q: embedder.embed_query(q) for q in queries})
         cases = []
+        cpus = _server_cpus(dsn, own_dsn)
         with (
             GhostMem(dsn=dsn, owner=SMALL_OWNER, embedder=embedder) as shared,
             GhostMem(dsn=own_dsn, owner=SMALL_OWNER, embedder=embedder) as own,
         ):
             for case in default_cases():
-                by_pass_shared, by_pass_own, (f_shared, f_own) = _times(
-                    (shared, own), case, queries, pre, args.passes
+                by_pass_shared, by_pass_own, (f_shared, f_own), cpu = _times(
+                    (shared, own), case, queries, pre, args.passes, cpus
                 )
                 t_shared = [t for times in by_pass_shared for t in times]
                 t_own = [t for times in by_pass_own for t in times]
@@ -141,6 +166,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     "same_results": sum(1 for a, b in zip(f_shared, f_own, strict=True) if a == b),
                     "rows_median": sorted(len(f) for f in f_shared)[len(f_shared) // 2],
                 }
+                if cpu:
+                    per_search = [round(1000 * c / len(t_shared), 3) for c in cpu]
+                    entry["cpu_ms_per_search"] = dict(zip(("shared", "own"), per_search, strict=True))
+                    entry["ratio_shared_over_own"]["cpu"] = round(per_search[0] / per_search[1], 2)
                 cases.append(entry)
                 logger.info(
                     "%s: shared p50/p95 %.2f/%.2f ms, own %.2f/%.2f ms, ratio %s (p95 by pass %s), same results %d/%d",
@@ -159,6 +188,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "passes": args.passes,
         "load": load_info,
         "small_added_now": {"shared": added_shared, "own": added_own},
+        "server_cpu": cpus is not None,
         "when_measured": datetime.now(UTC).isoformat(timespec="seconds"),
         "cases": cases,
     }

@@ -46,7 +46,12 @@ events covered the fetch too, plus SQLAlchemy's own work around the driver call:
 (``server`` and ``server_sqlalchemy_events``). *call* is the whole call a user makes, embedding the query with the
 same MiniLM model.
 
-Ratios are peer / ghostmem (above 1 = ghostmem faster). The exact scans run first, in a
+CPU: ``cpu_ms_per_search`` is the CPU time the server's processes used over a system's block of server-timed
+searches (:mod:`bench.server_cpu`: the postmaster and its children — backends, I/O workers, parallel workers —
+from ``/proc``), divided by the number of searches: the work a search costs the server, whatever its latency. It is
+left out when the server is not on this machine.
+
+Ratios are peer / ghostmem (above 1 = ghostmem faster, or cheaper for ``cpu``). The exact scans run first, in a
 pass of their own; then each system runs alone: every query once untimed (its index and table pages come into the
 server's cache, as they are for a store in use), every query timed server-side, then every query as a whole call
 (no query is timed right after a sequential scan through every vector, or right after another system's search).
@@ -93,6 +98,7 @@ from bench.scale import (
     summarise,
     write_json,
 )
+from bench.server_cpu import ServerCPU
 
 logger = logging.getLogger("bench.peers")
 
@@ -582,16 +588,20 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             GhostMem(dsn=dsn, owner=corpus.OWNER, embedder=embedder) as gm,
             psycopg.connect(dsn, autocommit=True) as exact_conn,
         ):
+            cpu = ServerCPU.of(exact_conn)
             for case in cases:
                 acc: dict[str, dict[str, list[Any]]] = {}
                 # The quality reference first, in a pass of its own: a sequential scan through every vector
                 # leaves the caches unlike what the searches see, and no system is timed right after it.
                 truth: dict[str, _Truth] = {}
+                cpu_before = cpu.seconds() if cpu else 0.0
                 for q in queries:
                     t_exact, truth[q] = exact_neighbours(
                         exact_conn, vectors[q], k, case.conditions(index[q], now)
                     )
                     _add(acc, "exact scan", server=t_exact, rows=len(truth[q].msg_ids))
+                if cpu:
+                    _add(acc, "exact scan", cpu=cpu.seconds() - cpu_before)
                 bound = _BoundCase(case, index, now)
                 systems = [
                     _ghostmem_system(gm, mode, k, bound.ghostmem, precomputed)
@@ -612,7 +622,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 if lg_store is not None and lg_store_live is not None:
                     systems.append(_langgraph_system(lg_store, lg_store_live, lg_clock, k, bound.langgraph))
                 for system in systems:
-                    _measure(system, queries, truth, acc)
+                    _measure(system, queries, truth, acc, cpu)
                 results.append(_case_summary(case.label, acc, k))
                 _print_case(results[-1])
         for engine in engines.values():
@@ -630,6 +640,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "peer_setup": setups,
         "versions": _versions(),
         "pgvector_settings": pgvector_settings,
+        "server_cpu": cpu is not None,
         "cases": results,
     }
 
@@ -698,14 +709,19 @@ class _Found:
     msg_ids: Callable[[], list[int]] | None = None  # message-level results (vector searches of messages)
 
 
-def _measure(system: _System, queries: list[str], truth: dict[str, _Truth], acc: dict[str, Any]) -> None:
-    """A system alone: every query once to warm the caches, every query timed server-side (with recall), then
-    every query as a whole call."""
+def _measure(
+    system: _System, queries: list[str], truth: dict[str, _Truth], acc: dict[str, Any], cpu: ServerCPU | None
+) -> None:
+    """A system alone: every query once to warm the caches, every query timed server-side (with the server's CPU
+    time over the block, then recall), then every query as a whole call."""
     for q in queries:
         system.server(q)
     for q in queries[:WARM_UP_CALLS]:
         system.call(q)
+    cpu_before = cpu.seconds() if cpu else 0.0
     timed = [system.server(q) for q in queries]
+    if cpu:
+        _add(acc, system.name, cpu=cpu.seconds() - cpu_before)
     for q, (clocks, found) in zip(queries, timed, strict=True):
         exact = truth[q]
         convs = exact.floored_conv_ids if system.floored else exact.conv_ids
@@ -845,6 +861,8 @@ def _case_summary(label: str, acc: dict[str, dict[str, list[Any]]], k: int) -> d
             entry[clock] = summarise(values[clock])
         if "call" in values:
             entry["call"] = summarise(values["call"])
+        if "cpu" in values:
+            entry["cpu_ms_per_search"] = round(1000 * sum(values["cpu"]) / len(values["server"]), 3)
         entry["rows_median"] = statistics.median(values["rows"])
         entry["rows_min"] = min(values["rows"])
         entry["short_results"] = sum(1 for r in values["rows"] if r < k)
@@ -865,6 +883,8 @@ def _case_summary(label: str, acc: dict[str, dict[str, list[Any]]], k: int) -> d
                     for p in ("p50_ms", "p95_ms"):
                         if base[span].get(p):
                             r[f"{span}_{p[:3]}"] = round(entry[span][p] / base[span][p], 2)
+            if entry.get("cpu_ms_per_search") and base.get("cpu_ms_per_search"):
+                r["cpu"] = round(entry["cpu_ms_per_search"] / base["cpu_ms_per_search"], 2)
             ratios[system] = r
     return {"case": label, "systems": systems, "ratio_peer_over_ghostmem_hybrid": ratios}
 

@@ -52,7 +52,12 @@ percentiles over the argument sets of each case: every set runs once untimed (it
 cache, as they are for a store in use), then every set is timed server-side, then every set as a whole call (after
 three untimed calls that load the model). Ratios are always measured in the same process, on the same data, in the same run. Each run records the machine's load average when it ended: a load
 above the core count means other work shared the two cores during the run, so its absolute latencies are upper
-bounds and its p95 is noisy, while the ratios, measured side by side, remain comparable.
+bounds and its p95 is noisy, while the ratios, measured side by side, remain comparable. *Server CPU per search*
+(bench.peers, bench.fairness) is the CPU time the server's processes used over a system's block of server-timed
+searches, divided by their number (`/proc` of the embedded server's postmaster and its children: backends, I/O workers, parallel
+workers; `bench/server_cpu.py`): the work a search costs the server whatever its latency, and the figure that stays
+comparable when a system runs statements on several connections at once. A loaded machine stretches latencies much
+more than CPU times.
 
 **Peers** (`bench/peers.py`): the same embedded messages copied server-side into each peer's own tables with its own
 indexes — langchain-postgres `PGVectorStore` (HNSW m=16, ef_construction=64; GIN on its `content_tsv`; hybrid =
@@ -229,24 +234,37 @@ def peers_section(runs: list[dict[str, Any]]) -> str:
                 rows.append(
                     (
                         system, e["server"]["p50_ms"], e["server"]["p95_ms"], call.get("p50_ms"), call.get("p95_ms"),
-                        e["rows_median"], e["short_results"], e.get("msg_recall"), e.get("conv_recall"),
+                        e.get("cpu_ms_per_search"), e["rows_median"], e["short_results"], e.get("msg_recall"),
+                        e.get("conv_recall"),
                     )
                 )  # fmt: skip
             out.append(
                 _table(
                     (
-                        "system", "server p50 ms", "server p95 ms", "call p50 ms", "call p95 ms", "rows (median)",
-                        "queries with < k rows", "msg recall@k", "conv recall@k",
+                        "system", "server p50 ms", "server p95 ms", "call p50 ms", "call p95 ms",
+                        "server CPU ms per search", "rows (median)", "queries with < k rows", "msg recall@k",
+                        "conv recall@k",
                     ),
                     rows,
                 )
             )  # fmt: skip
             ratio_rows = [
-                (system, v.get("server_p50"), v.get("server_p95"), v.get("call_p50"), v.get("call_p95"))
+                (
+                    system,
+                    v.get("server_p50"),
+                    v.get("server_p95"),
+                    v.get("call_p50"),
+                    v.get("call_p95"),
+                    v.get("cpu"),
+                )
                 for system, v in case["ratio_peer_over_ghostmem_hybrid"].items()
             ]
-            out.append("\nPeer ÷ ghostmem hybrid (above 1 = ghostmem faster):\n")
-            out.append(_table(("system", "server p50", "server p95", "call p50", "call p95"), ratio_rows))
+            out.append("\nPeer ÷ ghostmem hybrid (above 1 = ghostmem faster or cheaper):\n")
+            out.append(
+                _table(
+                    ("system", "server p50", "server p95", "call p50", "call p95", "server CPU"), ratio_rows
+                )
+            )
             clocks = _clock_comparison(case)
             if clocks:
                 out.append(clocks)
@@ -271,6 +289,12 @@ def _clock_comparison(case: dict[str, Any]) -> str:
 PEER = "PGVectorStore hybrid"  # the goal's peer, at its defaults
 
 
+def _cpu_pair(a: dict[str, Any], b: dict[str, Any]) -> str | None:
+    if a.get("cpu_ms_per_search") is None or b.get("cpu_ms_per_search") is None:
+        return None
+    return f"{a['cpu_ms_per_search']:.2f} / {b['cpu_ms_per_search']:.2f}"
+
+
 def peers_summary(runs: list[dict[str, Any]]) -> str:
     """One row per case and size: ghostmem hybrid against PGVectorStore hybrid (same run), speed and quality."""
     rows = []
@@ -288,7 +312,7 @@ def peers_summary(runs: list[dict[str, Any]]) -> str:
                     f"{gm['server']['p50_ms']:.2f} / {gm['server']['p95_ms']:.2f}",
                     f"{lc['server']['p50_ms']:.2f} / {lc['server']['p95_ms']:.2f}",
                     f"**{ratio.get('server_p50')} / {ratio.get('server_p95')}**",
-                    gm.get("conv_recall"), lc.get("conv_recall"),
+                    _cpu_pair(gm, lc), gm.get("conv_recall"), lc.get("conv_recall"),
                     f"{gm['rows_median']:.0f} / {lc['rows_median']:.0f}", load[0],
                 )
             )  # fmt: skip
@@ -296,11 +320,12 @@ def peers_summary(runs: list[dict[str, Any]]) -> str:
         return ""
     head = (
         "messages", "case", "ghostmem hybrid p50 / p95", "PGVectorStore hybrid p50 / p95", "ratio p50 / p95",
-        "ghostmem conv recall@k", "PGVectorStore conv recall@k", "rows", "load",
+        "server CPU ms per search (ghostmem / PGVectorStore)", "ghostmem conv recall@k", "PGVectorStore conv recall@k",
+        "rows", "load",
     )  # fmt: skip
     out = (
         "Every case at a glance — server-side ms, PGVectorStore hybrid (at its defaults: the goal's peer) ÷ ghostmem "
-        "hybrid from the same run (above 1 = ghostmem faster), conversation "
+        "hybrid from the same run (above 1 = ghostmem faster), the server's CPU time per search, conversation "
         "recall@k against the exact nearest conversations (ghostmem's within its similarity floor), rows returned "
         f"(median); the load average is the machine's when the run ended (2 cores):\n\n{_table(head, rows)}\n"
     )
@@ -488,16 +513,25 @@ def fairness_section(runs: list[dict[str, Any]]) -> str:
                 f"**{c['ratio_shared_over_own']['p50']} / {c['ratio_shared_over_own']['p95']}**",
                 " ".join(str(x) for x in c.get("p95_ratio_by_pass", [])) or "–",
                 f"{c['same_results']} / {r['queries']}",
+                _fairness_cpu(c),
             )
             for c in r["cases"]
         ]  # fmt: skip
         head = (
             "case", f"shared p50 ms ({passes * r['queries']} searches)", "shared p95 ms", "own p50 ms", "own p95 ms",
             "shared ÷ own p50 / p95", "p95 ratio of each pass alone", "same conversations (last pass)",
+            "server CPU ms per search, shared / own (ratio)",
         )  # fmt: skip
         out.append(_table(head, rows))
         out.append("")
     return "\n".join(out)
+
+
+def _fairness_cpu(case: dict[str, Any]) -> str | None:
+    cpu = case.get("cpu_ms_per_search")
+    if not cpu:  # runs before the CPU reading, or the two databases on one server
+        return None
+    return f"{cpu['shared']:.2f} / {cpu['own']:.2f} ({case['ratio_shared_over_own']['cpu']})"
 
 
 def serve_section(runs: list[dict[str, Any]]) -> str:

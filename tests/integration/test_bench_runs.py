@@ -129,6 +129,8 @@ def test_peers_compare_on_the_same_data(results: dict[str, Any]) -> None:
             for metric in ("msg_recall", "conv_recall"):
                 if metric in entry:
                     assert 0.0 <= entry[metric] <= 1.0, (name, metric)
+            if run["server_cpu"]:  # the suite's own server runs here: every system's work is read
+                assert entry["cpu_ms_per_search"] > 0, name
             if name.startswith(
                 "PGVectorStore"
             ):  # its earlier clock, same searches: around the driver's calls
@@ -218,6 +220,7 @@ def test_report_renders_every_result_with_its_command(results: dict[str, Any], t
         assert results[name]["command"] in text
     assert "PGVectorStore hybrid" in text and "## Speed at scale" in text and "## Ingest throughput" in text
     assert "The same searches by the earlier clock (SQLAlchemy's cursor events)" in text
+    assert "server CPU ms per search" in text
     assert "## Cold commands" in text and "Every case at a glance" in text
     assert f"{results['peers']['cases'][0]['systems']['ghostmem hybrid']['server']['p50_ms']:.2f}" in text
     assert (tmp_path / "img" / "bench-peers.png").stat().st_size > 1000

@@ -1,12 +1,15 @@
-"""What the speed benches measure, on a real server: how bench.peers times PGVectorStore's statements.
+"""What the speed benches measure, on a real server: the server's CPU time (bench.server_cpu) and how bench.peers
+times PGVectorStore's statements.
 
 The figures themselves mean nothing here; what is checked is what each instrument covers.
 """
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -14,6 +17,7 @@ import pytest
 from support.databases import fresh_database
 
 from bench import peers
+from bench.server_cpu import ServerCPU
 
 
 @pytest.fixture(scope="module")
@@ -23,6 +27,47 @@ def vector_dsn(server_dsn: str) -> Iterator[str]:
         with psycopg.connect(dsn, autocommit=True) as conn:
             conn.execute("CREATE EXTENSION vector")
         yield dsn
+
+
+def _local_server() -> None:
+    if os.environ.get("GHOSTMEM_TEST_DSN"):
+        pytest.skip("GHOSTMEM_TEST_DSN's server may run elsewhere: its processes cannot be read here")
+
+
+def test_the_servers_cpu_time_counts_a_busy_backends_work(server_dsn: str) -> None:
+    _local_server()
+    with psycopg.connect(server_dsn, autocommit=True) as conn, psycopg.connect(server_dsn) as busy:
+        cpu = ServerCPU.of(conn)
+        assert cpu is not None
+        backend = busy.info.backend_pid
+        ppid = int((Path("/proc") / str(backend) / "stat").read_text().rpartition(")")[2].split()[1])
+        assert cpu.postmaster == ppid  # the reading connection's server is the busy connection's server
+        before = cpu.seconds()
+        t0 = time.perf_counter()
+        busy.execute("SELECT count(*) FROM generate_series(1, 3000000)").fetchone()
+        wall = time.perf_counter() - t0
+        used = cpu.seconds() - before
+    # a query that computes all the time it runs: most of its wall time is the backend's CPU time (the machine
+    # may be shared, so not all of it), and the reading is not the whole machine's either
+    assert 0.3 * wall <= used <= wall + 1.0
+
+
+def test_a_process_that_only_shares_the_backends_pid_is_not_taken_for_the_server(
+    server_dsn: str, tmp_path: Path
+) -> None:
+    """A server elsewhere (another machine, another container) has backends whose pids may exist here too."""
+    with psycopg.connect(server_dsn, autocommit=True) as conn:
+        pid = conn.info.backend_pid
+        proc = tmp_path / "proc"
+        (proc / str(pid)).mkdir(parents=True)
+        (proc / "stat").write_text("btime 1000\n")
+        fields = ["S", 1] + [0] * 17 + [123]  # started 1.23 s after a boot in 1970
+        (proc / str(pid) / "stat").write_text(f"{pid} (postgres) " + " ".join(map(str, fields + [0] * 24)))
+        assert ServerCPU.of(conn, proc) is None
+        (proc / str(pid) / "stat").write_text(f"{pid} (python3) " + " ".join(map(str, fields + [0] * 24)))
+        assert ServerCPU.of(conn, proc) is None
+        (proc / str(pid) / "stat").unlink()
+        assert ServerCPU.of(conn, proc) is None
 
 
 def _run(engine: Any, statement: str) -> list[Any] | None:
