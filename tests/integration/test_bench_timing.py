@@ -1,5 +1,5 @@
 """What the speed benches measure, on a real server: the server's CPU time (bench.server_cpu) and how bench.peers
-times PGVectorStore's statements.
+times PGVectorStore's statements and sets up its iterative-scan reference.
 
 The figures themselves mean nothing here; what is checked is what each instrument covers.
 """
@@ -101,6 +101,26 @@ def test_pgvectorstores_statements_are_timed_until_their_rows_are_in_the_client(
         assert clock.take() > 0
     finally:
         engine._run_as_sync(engine.close())
+
+
+def test_the_iterative_scans_connections_search_with_it(vector_dsn: str) -> None:
+    clock, events = peers.StatementClock(), peers.StatementClock()
+    engines = {
+        options: peers._pgvectorstore_engine(vector_dsn, clock, events, options)
+        for options in (None, peers.ITERATIVE_SCAN_OPTIONS, "-c hnsw.iterative_scan=relaxed")
+    }
+    try:
+        settings = {options: peers._pgvector_settings(e) for options, e in engines.items()}
+    finally:
+        for e in engines.values():
+            e._run_as_sync(e.close())
+    assert settings[None]["hnsw.iterative_scan"] == "off"  # pgvector's default: the goal's row
+    assert settings[peers.ITERATIVE_SCAN_OPTIONS]["hnsw.iterative_scan"] == "relaxed_order"
+    # a misspelt value is dropped with a warning when pgvector loads, not refused at connect time: the settings
+    # read back (and checked by the run) are what the searches get
+    assert settings["-c hnsw.iterative_scan=relaxed"]["hnsw.iterative_scan"] == "off"
+    for s in settings.values():
+        assert s["hnsw.ef_search"] == "40" and s["hnsw.max_scan_tuples"] == "20000"
 
 
 def test_a_statement_clock_pairs_starts_and_stops_in_order_and_take_resets() -> None:
