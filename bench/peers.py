@@ -31,20 +31,23 @@ The peers' copies are kept in the database with the corpus they were made from a
 definitions (:func:`setup_key`); a later run reuses them (the HNSW builds take minutes at a million rows) unless the
 corpus was loaded again, their definitions changed, or ``--rebuild-peers`` says so.
 
-Latency: *server* is the time of the SQL statements each system sends, each from its driver's ``execute`` until
-its rows are fetched and parsed in the client, with the query embedding computed beforehand: ghostmem's timed on its
-connection (:func:`bench.scale.server_side`; its window also holds psycopg composing the statement's text from its
-parts, 0.05–0.15 ms a search, which PGVectorStore does before its driver is called), PGVectorStore's by a cursor
-class given to its engine's psycopg connections (:func:`_timing_async_cursor_class`), LangGraph's by a cursor class
-on its psycopg connection. None
-counts the transaction's end (ghostmem's ``COMMIT``, the ``ROLLBACK`` SQLAlchemy's pool sends when PGVectorStore gives
-a connection back); each counts the ``BEGIN`` psycopg sends with a transaction's first statement (PGVectorStore opens
-one per statement: each runs on a connection of its own from the pool). Until now PGVectorStore was timed by
-SQLAlchemy's cursor events; SQLAlchemy's async psycopg adapter fetches every row inside its ``execute``, so those
-events covered the fetch too, plus SQLAlchemy's own work around the driver call: same run, 16 queries × 2 cases at
-100k, the events' mean was 0.05–0.15 ms above the driver cursor's (5–54 ms searches). Both figures are kept
-(``server`` and ``server_sqlalchemy_events``). *call* is the whole call a user makes, embedding the query with the
-same MiniLM model.
+Latency: *server* is the time of the SQL statements each system sends, each from its driver's ``execute`` of the
+statement's text until its rows are fetched and parsed in the client, with the query embedding computed beforehand:
+ghostmem's on its connection (:func:`bench.scale.timed_run`), PGVectorStore's by a cursor class given to its
+engine's psycopg connections (:func:`_timing_async_cursor_class`), LangGraph's by a cursor class on its psycopg
+connection. None counts the transaction's end (ghostmem's ``COMMIT``, the ``ROLLBACK`` SQLAlchemy's pool sends when
+PGVectorStore gives a connection back); each counts the ``BEGIN`` psycopg sends with a transaction's first statement
+(PGVectorStore opens one per statement: each runs on a connection of its own from the pool). Building a statement's
+text is not counted: PGVectorStore's f-strings and SQLAlchemy's compiler run before its driver is called, and the
+bench composes ghostmem's ``sql.Composed`` just before the driver's ``execute`` (psycopg would compose it inside).
+The earlier clocks were not quite this: ghostmem's included composing, and PGVectorStore's were SQLAlchemy's cursor
+events — which covered the fetch as well (SQLAlchemy's async psycopg adapter fetches every row inside its
+``execute``) plus SQLAlchemy's own work around the driver call. Both earlier figures are kept, measured on the same
+searches (``server_with_composing``, ``server_sqlalchemy_events``; a table below each case in docs/benchmarks.md).
+Same run, 100k, 48 queries × 5 cases (load 4): the earlier mean was above the one compared now by 0.08–0.16 ms a
+search for ghostmem hybrid and vector, by 0.05–0.17 ms for PGVectorStore hybrid (two statements) and 0.02–0.07 ms
+for its vector search (one) — PGVectorStore hybrid ÷ ghostmem hybrid moved by at most 0.01 either way. *call* is
+the whole call a user makes, embedding the query with the same MiniLM model.
 
 CPU: ``cpu_ms_per_search`` is the CPU time the server's processes used over a system's block of server-timed
 searches (:mod:`bench.server_cpu`: the postmaster and its children — backends, I/O workers, parallel workers —
@@ -103,8 +106,8 @@ from bench.scale import (
     command_line,
     ensure_corpus,
     provenance,
-    server_side,
     summarise,
+    timed_run,
     write_json,
 )
 from bench.server_cpu import ServerCPU
@@ -782,9 +785,10 @@ def _ghostmem_system(
         return {"query": q, "limit": k, "mode": mode, **filters(q)}
 
     def server(q: str) -> tuple[dict[str, float], _Found]:
-        srv, data = server_side(gm, "search_personal_memory", arguments(q), precomputed)
+        timed, data = timed_run(gm, "search_personal_memory", arguments(q), precomputed)
         convs = [h.conv_id for h in data.rows]
-        return {"server": srv}, _Found(rows=len(convs), conv_ids=convs)
+        srv = sum(timed.statements)
+        return {"server": srv, "server_with_composing": srv + sum(timed.composing)}, _Found(len(convs), convs)
 
     return _System(
         f"ghostmem {mode}", server, lambda q: gm.run("search_personal_memory", arguments(q)), floored=True

@@ -443,9 +443,9 @@ def ensure_corpus(
 
 
 class _TimedCursor:
-    def __init__(self, cur: psycopg.Cursor[Any], sink: list[float]) -> None:
+    def __init__(self, cur: psycopg.Cursor[Any], timed: TimedConnection) -> None:
         self._cur = cur
-        self._sink = sink
+        self._timed = timed
         self._t0 = 0.0
 
     def __enter__(self) -> _TimedCursor:
@@ -456,25 +456,32 @@ class _TimedCursor:
         self._cur.__exit__(None, None, None)
 
     def execute(self, query: Any, params: Any = None) -> _TimedCursor:
+        t0 = time.perf_counter()
+        if isinstance(query, sql.Composable):  # what psycopg's execute would do first, with the same adapters
+            query = query.as_bytes(self._cur.connection)
         self._t0 = time.perf_counter()
+        self._timed.composing.append(self._t0 - t0)
         self._cur.execute(query, params)
         return self
 
     def fetchall(self) -> list[Any]:
         rows = self._cur.fetchall()
-        self._sink.append(time.perf_counter() - self._t0)
+        self._timed.statements.append(time.perf_counter() - self._t0)
         return rows
 
 
 class TimedConnection:
-    """Wraps a connection for :func:`run_sync`: records the time of each statement (execute + fetch)."""
+    """Wraps a connection for :func:`run_sync`: records the time of each statement, from the driver's execute of
+    its text to the end of its fetch, and apart from it the time psycopg took to compose that text from its parts
+    (a peer's statement text is built before its driver is called: bench.peers times both at the driver)."""
 
     def __init__(self, conn: psycopg.Connection[Any]) -> None:
         self.conn = conn
         self.statements: list[float] = []
+        self.composing: list[float] = []
 
     def cursor(self, **kwargs: Any) -> _TimedCursor:
-        return _TimedCursor(self.conn.cursor(**kwargs), self.statements)
+        return _TimedCursor(self.conn.cursor(**kwargs), self)
 
     @property
     def adapters(self) -> Any:
@@ -506,13 +513,21 @@ class PrecomputedEmbedder:
         return self.cache[text]
 
 
-def server_side(gm: GhostMem, name: str, args: dict[str, Any], embedder: Embedder) -> tuple[float, Any]:
-    """Seconds spent in the operation's SQL statements (the query embedding is precomputed)."""
+def timed_run(
+    gm: GhostMem, name: str, args: dict[str, Any], embedder: Embedder
+) -> tuple[TimedConnection, Any]:
+    """The operation run on a :class:`TimedConnection` (the query embedding is precomputed): its timings and data."""
     spec = get_op(name)
     parsed = spec.parse(args)
     with gm.connection() as conn:
         timed = TimedConnection(conn)
         data = run_sync(spec.program(gm.context, parsed), timed, embedder)  # type: ignore[arg-type]
+    return timed, data
+
+
+def server_side(gm: GhostMem, name: str, args: dict[str, Any], embedder: Embedder) -> tuple[float, Any]:
+    """Seconds spent in the operation's SQL statements (the query embedding is precomputed)."""
+    timed, data = timed_run(gm, name, args, embedder)
     return sum(timed.statements), data
 
 
