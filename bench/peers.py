@@ -687,7 +687,7 @@ def _pgvectorstore_engine(
 
 def _pgvector_settings(engine: Any) -> dict[str, str]:
     """The pgvector settings a connection of ``engine`` searches with, read after pgvector has loaded in it (a
-    setting given at connect time is only checked then) — and the extension's version."""
+    setting given at connect time is only checked then; one this pgvector lacks reads None) — and its version."""
     from sqlalchemy import text
 
     async def read() -> dict[str, str]:
@@ -700,7 +700,7 @@ def _pgvector_settings(engine: Any) -> dict[str, str]:
                 "hnsw.scan_mem_multiplier",
             )
             out = {
-                n: (await conn.execute(text("SELECT current_setting(:n)"), {"n": n})).scalar_one()
+                n: (await conn.execute(text("SELECT current_setting(:n, true)"), {"n": n})).scalar_one()
                 for n in names
             }
             version = await conn.execute(text("SELECT extversion FROM pg_extension WHERE extname = 'vector'"))
