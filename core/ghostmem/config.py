@@ -31,6 +31,11 @@ from ghostmem.errors import InvalidArgument
 DEFAULT_EMBED_MODEL = "all-MiniLM-L6-v2"
 DEFAULT_OWNER = "default"
 DEFAULT_RUNTIME_ROLE = "ghostmem_runtime"
+# PostgreSQL keeps at most 63 bytes of a name (NAMEDATALEN - 1) and cuts a longer one with a mere notice: a runtime
+# role named longer was created, granted and switched to under its cut name while ghostmem's list of runtime roles
+# held the whole one, so the grants of later migrations skipped it and every ghost operation failed with
+# "permission denied".
+ROLE_NAME_BYTES = 63
 EMBEDDED_DATABASE = "ghostmem"
 DEFAULT_POOL_MIN_SIZE = 1
 DEFAULT_POOL_MAX_SIZE = 8
@@ -68,6 +73,12 @@ class Settings:
 
     def __post_init__(self) -> None:
         checked_owner(self.owner)
+        size = len(self.runtime_role.encode("utf-8", "surrogatepass"))
+        if size > ROLE_NAME_BYTES:
+            raise InvalidArgument(
+                f"the runtime role name {self.runtime_role[:40]!r}… is {size} bytes, longer than the "
+                f"{ROLE_NAME_BYTES} bytes PostgreSQL keeps of a name: set GHOSTMEM_RUNTIME_ROLE to a shorter one"
+            )
 
     @classmethod
     def from_env(

@@ -10,7 +10,7 @@ from ghostmem.config import normalize_dsn
 
 @pytest.fixture(autouse=True)
 def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("GHOSTMEM_DSN", "GHOSTMEM_POOL_MIN_SIZE", "GHOSTMEM_POOL_MAX_SIZE", "GHOSTMEM_POOL_TIMEOUT",
+    for name in ("GHOSTMEM_DSN", "GHOSTMEM_OWNER", "GHOSTMEM_RUNTIME_ROLE", "GHOSTMEM_POOL_MIN_SIZE", "GHOSTMEM_POOL_MAX_SIZE", "GHOSTMEM_POOL_TIMEOUT",
                  "GHOSTMEM_READ_DSN", "GHOSTMEM_READ_WAIT", "GHOSTMEM_READ_RETRY"):  # fmt: skip
         monkeypatch.delenv(name, raising=False)
 
@@ -109,3 +109,44 @@ def test_environment_dsn_is_normalised(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_a_dsn_of_another_type_is_one_sentence() -> None:
     with pytest.raises(InvalidArgument, match=r"dsn must be a connection string .* \(got a dict\)"):
         normalize_dsn({"host": "db"})
+
+
+@pytest.mark.parametrize(
+    ("env", "over", "at", "message"),
+    [
+        (
+            "GHOSTMEM_OWNER",
+            "o" * 257,
+            "o" * 256,
+            r"the owner 'o+'… is 257 bytes, longer than the 256 bytes ghostmem",
+        ),
+        (
+            "GHOSTMEM_OWNER",
+            "é" * 129,
+            "é" * 128,
+            r"is 258 bytes, longer than the 256 bytes ghostmem keeps of an owner",
+        ),
+        # PostgreSQL would cut it to 63 bytes and create, grant and switch to another name than ghostmem records
+        (
+            "GHOSTMEM_RUNTIME_ROLE",
+            "r" * 64,
+            "r" * 63,
+            r"the runtime role name 'r+'… is 64 bytes, longer than the 63",
+        ),
+        (
+            "GHOSTMEM_RUNTIME_ROLE",
+            "é" * 32,
+            "é" * 31 + "e",
+            r"is 64 bytes, longer than the 63 bytes PostgreSQL keeps",
+        ),
+    ],
+)
+def test_names_longer_than_the_database_keeps_are_one_sentence(
+    monkeypatch: pytest.MonkeyPatch, env: str, over: str, at: str, message: str
+) -> None:
+    monkeypatch.setenv(env, over)
+    with pytest.raises(InvalidArgument, match=message):
+        Settings.from_env()
+    monkeypatch.setenv(env, at)
+    settings = Settings.from_env()
+    assert at in (settings.owner, settings.runtime_role)
