@@ -121,16 +121,3 @@ def test_the_iterative_scans_connections_search_with_it(vector_dsn: str) -> None
     assert settings["-c hnsw.iterative_scan=relaxed"]["hnsw.iterative_scan"] == "off"
     for s in settings.values():
         assert s["hnsw.ef_search"] == "40" and s["hnsw.max_scan_tuples"] == "20000"
-
-
-def test_a_statement_clock_pairs_starts_and_stops_in_order_and_take_resets() -> None:
-    clock = peers.StatementClock()
-    clock.start()
-    time.sleep(0.02)
-    clock.start()
-    clock.stop()  # ends the first statement started (~20 ms)
-    clock.add(1.0)
-    total = clock.take()
-    assert 1.015 <= total < 1.5 and clock.count == 2
-    clock.stop()  # the second statement, never stopped before take: dropped, not added later
-    assert clock.take() == 0.0
