@@ -52,7 +52,8 @@ the whole call a user makes, embedding the query with the same MiniLM model.
 
 CPU: ``cpu_ms_per_search`` is the CPU time the server's processes used over a system's block of server-timed
 searches (:mod:`bench.server_cpu`: the postmaster and its children — backends, I/O workers, parallel workers —
-from ``/proc``), divided by the number of searches: the work a search costs the server, whatever its latency. It is
+from ``/proc``), divided by the number of searches: the work a search costs the server, whatever its latency — which
+statements running at the same time on two connections (ghostmem's legs) shorten, and its CPU time does not. It is
 left out when the server is not on this machine.
 
 The reference rows *PGVectorStore vector / hybrid (iterative scan)* are the same store, calls and configuration on
