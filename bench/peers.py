@@ -43,11 +43,13 @@ text is not counted: PGVectorStore's f-strings and SQLAlchemy's compiler run bef
 bench composes ghostmem's ``sql.Composed`` just before the driver's ``execute`` (psycopg would compose it inside).
 The earlier clocks were not quite this: ghostmem's included composing, and PGVectorStore's were SQLAlchemy's cursor
 events — which covered the fetch as well (SQLAlchemy's async psycopg adapter fetches every row inside its
-``execute``) plus SQLAlchemy's own work around the driver call. Both earlier figures are kept, measured on the same
-searches (``server_with_composing``, ``server_sqlalchemy_events``; a table below each case in docs/benchmarks.md).
-Same run, 100k, 48 queries × 5 cases (load 4): the earlier mean was above the one compared now by 0.08–0.16 ms a
-search for ghostmem hybrid and vector, by 0.05–0.17 ms for PGVectorStore hybrid (two statements) and 0.02–0.07 ms
-for its vector search (one) — PGVectorStore hybrid ÷ ghostmem hybrid moved by at most 0.01 either way. *call* is
+``execute``) plus SQLAlchemy's own work around the driver call. Both are kept, measured on the same searches
+(``server_sqlalchemy_events``; ``server_with_composing``, ghostmem's figure with its composing time added — once its
+legs run at the same time that overstates a little, as a leg's composing may overlap the other's statement; a table
+below each case in docs/benchmarks.md). Same run, 100k, 48 queries × 5 cases, legs one after the other (load 4):
+the earlier mean was above the one compared now by 0.08–0.16 ms a search for ghostmem hybrid and vector, by
+0.05–0.17 ms for PGVectorStore hybrid (two statements) and 0.02–0.07 ms for its vector search (one) —
+PGVectorStore hybrid ÷ ghostmem hybrid moved by at most 0.01 either way. *call* is
 the whole call a user makes, embedding the query with the same MiniLM model.
 
 CPU: ``cpu_ms_per_search`` is the CPU time the server's processes used over a system's block of server-timed
