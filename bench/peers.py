@@ -33,8 +33,7 @@ corpus was loaded again, their definitions changed, or ``--rebuild-peers`` says 
 
 Latency: *server* is the time of the SQL statements each system sends, each from its driver's ``execute`` of the
 statement's text until its rows are fetched and parsed in the client, with the query embedding computed beforehand:
-ghostmem's on its connection and the spare on which a search's second leg runs at the same time, the time
-covered by either counted once (:func:`bench.scale.timed_run`), PGVectorStore's by a cursor class given to its
+ghostmem's on its connection (:func:`bench.scale.timed_run`), PGVectorStore's by a cursor class given to its
 engine's psycopg connections (:func:`_timing_async_cursor_class`), LangGraph's by a cursor class on its psycopg
 connection. None counts the transaction's end (ghostmem's ``COMMIT``, the ``ROLLBACK`` SQLAlchemy's pool sends when
 PGVectorStore gives a connection back); each counts the ``BEGIN`` psycopg sends with a transaction's first statement
@@ -791,7 +790,7 @@ def _ghostmem_system(
     def server(q: str) -> tuple[dict[str, float], _Found]:
         timed, data = timed_run(gm, "search_personal_memory", arguments(q), precomputed)
         convs = [h.conv_id for h in data.rows]
-        srv = timed.covered()  # the legs may have run at the same time on two connections: counted once
+        srv = sum(timed.statements)
         return {"server": srv, "server_with_composing": srv + sum(timed.composing)}, _Found(len(convs), convs)
 
     return _System(

@@ -46,9 +46,7 @@ memory, 128MB to 4GB; each run's value is in its server table).
 
 **Latency**: *server* is the time of the SQL statements an operation sends, each from the driver's `execute` until
 its rows are fetched and parsed in the client, timed on its connection over the Unix socket, with the query embedding
-computed beforehand; a ghostmem search runs its two legs at the same time on two connections of its pool when a
-second one is free (the bench's pool keeps two), and its server time counts the wall time during which any of its
-statements ran, once (the union of their spans), not their sum; *call* is the whole tool call, `gm.run(name, args)`:
+computed beforehand; *call* is the whole tool call, `gm.run(name, args)`:
 validation, embedding the query with MiniLM on the CPU, every statement, rendering. Medians (p50) and 95th
 percentiles over the argument sets of each case: every set runs once untimed (its pages come into the server's
 cache, as they are for a store in use), then every set is timed server-side, then every set as a whole call (after

@@ -14,9 +14,7 @@ Latency of each read operation is measured two ways, on the same arguments:
 
 * **server-side** — the operation's own SQL statements, timed on the connection (Unix socket, so the round trip
   is tens of microseconds): the operation's program is driven by :func:`ghostmem.program.run_sync` over a
-  connection wrapper that times each statement, with spare connections of the pool wrapped the same way (a
-  search's two legs run at the same time on two connections): the time counted is the wall time covered by any
-  statement, once (the union of their spans); the query embedding is computed outside the timed span;
+  connection wrapper that times each statement; the query embedding is computed outside the timed span;
 * **whole tool call** — ``gm.run(name, args)``: argument validation, embedding the query with the real MiniLM
   model, every statement, rendering the text.
 
@@ -40,13 +38,12 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from functools import partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import psycopg
-from ghostmem import GhostMem, db
+from ghostmem import GhostMem
 from ghostmem.config import DEFAULT_EMBED_MODEL
 from ghostmem.db import EmbeddedServer, prepare
 from ghostmem.embed import Embedder, make_embedder
@@ -446,10 +443,6 @@ def ensure_corpus(
 
 
 class _TimedCursor:
-    """A cursor that records the span of each statement, from the driver's execute of its text to the end of its
-    fetch (in a pipeline the execute only queues the statement: the span still covers its round trip), and apart
-    from it the time psycopg took to compose that text."""
-
     def __init__(self, cur: psycopg.Cursor[Any], timed: TimedConnection) -> None:
         self._cur = cur
         self._timed = timed
@@ -473,65 +466,27 @@ class _TimedCursor:
 
     def fetchall(self) -> list[Any]:
         rows = self._cur.fetchall()
-        self._timed.spans.append((self._t0, time.perf_counter()))
+        self._timed.statements.append(time.perf_counter() - self._t0)
         return rows
-
-    def fetchone(self) -> Any:
-        row = self._cur.fetchone()
-        self._timed.spans.append((self._t0, time.perf_counter()))
-        return row
 
 
 class TimedConnection:
-    """Wraps a connection for :func:`run_sync`: records the span (start, end) of each statement, from the driver's
-    execute of its text to the end of its fetch, and apart from it the time psycopg took to compose that text from
-    its parts (a peer's statement text is built before its driver is called: bench.peers times both at the
-    driver). The spare connections it lends (:meth:`spare`: a search's second leg runs on one at the same time)
-    record into the same lists."""
+    """Wraps a connection for :func:`run_sync`: records the time of each statement, from the driver's execute of
+    its text to the end of its fetch, and apart from it the time psycopg took to compose that text from its parts
+    (a peer's statement text is built before its driver is called: bench.peers times both at the driver)."""
 
-    def __init__(
-        self,
-        conn: psycopg.Connection[Any],
-        spans: list[tuple[float, float]] | None = None,
-        composing: list[float] | None = None,
-    ) -> None:
+    def __init__(self, conn: psycopg.Connection[Any]) -> None:
         self.conn = conn
-        self.spans: list[tuple[float, float]] = [] if spans is None else spans
-        self.composing: list[float] = [] if composing is None else composing
+        self.statements: list[float] = []
+        self.composing: list[float] = []
 
     def cursor(self, **kwargs: Any) -> _TimedCursor:
         return _TimedCursor(self.conn.cursor(**kwargs), self)
-
-    def pipeline(self) -> Any:
-        return self.conn.pipeline()
-
-    def transaction(self) -> Any:
-        return self.conn.transaction()
 
     @property
     def adapters(self) -> Any:
         """The wrapped connection's (the driver checks the vector types are registered)."""
         return self.conn.adapters
-
-    @property
-    def autocommit(self) -> bool:
-        return self.conn.autocommit
-
-    @contextmanager
-    def spare(self, pool: Any) -> Iterator[TimedConnection | None]:
-        """A spare connection of ``pool`` (:func:`ghostmem.db.spare`), its statements recorded with these."""
-        with db.spare(pool) as conn:
-            yield None if conn is None else TimedConnection(conn, self.spans, self.composing)
-
-    def covered(self) -> float:
-        """Seconds during which at least one statement ran: the union of the spans, so that statements that ran
-        at the same time on two connections (a search's legs) count once."""
-        total, end = 0.0, float("-inf")
-        for start, stop in sorted(self.spans):
-            if stop > end:
-                total += stop - max(start, end)
-                end = stop
-        return total
 
 
 class PrecomputedEmbedder:
@@ -561,22 +516,19 @@ class PrecomputedEmbedder:
 def timed_run(
     gm: GhostMem, name: str, args: dict[str, Any], embedder: Embedder
 ) -> tuple[TimedConnection, Any]:
-    """The operation run on a :class:`TimedConnection` (the query embedding is precomputed), with a spare connection
-    of the pool as :meth:`GhostMem.run` lends one (a search's two legs then run at the same time on two
-    connections): its timings and data."""
+    """The operation run on a :class:`TimedConnection` (the query embedding is precomputed): its timings and data."""
     spec = get_op(name)
     parsed = spec.parse(args)
     with gm.connection() as conn:
         timed = TimedConnection(conn)
-        data = run_sync(spec.program(gm.context, parsed), timed, embedder, partial(timed.spare, gm.pool))  # type: ignore[arg-type]
+        data = run_sync(spec.program(gm.context, parsed), timed, embedder)  # type: ignore[arg-type]
     return timed, data
 
 
 def server_side(gm: GhostMem, name: str, args: dict[str, Any], embedder: Embedder) -> tuple[float, Any]:
-    """Seconds during which the operation's SQL statements ran (the query embedding is precomputed): the union of
-    their spans, so that time covered by two statements at once (a search's legs on two connections) counts once."""
+    """Seconds spent in the operation's SQL statements (the query embedding is precomputed)."""
     timed, data = timed_run(gm, name, args, embedder)
-    return timed.covered(), data
+    return sum(timed.statements), data
 
 
 def whole_call(gm: GhostMem, name: str, args: dict[str, Any]) -> tuple[float, Any]:

@@ -20,7 +20,6 @@ import logging
 import threading
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -244,16 +243,16 @@ class GhostMem(_Base, SyncOps):
         args = self._args(spec, arguments)
         ctx = context or self.context
 
-        def work(conn: Connection[Any], pool: ConnectionPool) -> Any:
-            return run_sync(spec.program(ctx, args), conn, self.embedder, partial(db.spare, pool))
+        def work(conn: Connection[Any]) -> Any:
+            return run_sync(spec.program(ctx, args), conn, self.embedder)
 
         data = self._read(work) if spec.effect is Effect.READS else None
         if data is None:
             with self.connection() as conn:
-                data = work(conn, self.pool)
+                data = work(conn)
         return OpResult(spec.name, spec.render(data), data)
 
-    def _read(self, work: Callable[[Connection[Any], ConnectionPool], T]) -> T | None:
+    def _read(self, work: Callable[[Connection[Any]], T]) -> T | None:
         """``work`` done on the standby; None when there is none or it cannot serve now."""
         if self._standby is None:
             return None
@@ -593,8 +592,8 @@ class AsyncGhostMem(_Base, AsyncOps):
         args = self._args(spec, arguments)
         ctx = context or self.context
 
-        async def work(conn: AsyncConnection[Any], pool: AsyncConnectionPool) -> Any:
-            return await run_async(spec.program(ctx, args), conn, self.embedder, partial(db.aspare, pool))
+        async def work(conn: AsyncConnection[Any]) -> Any:
+            return await run_async(spec.program(ctx, args), conn, self.embedder)
 
         data = await self._read(work) if spec.effect is Effect.READS else None
         if data is None:
@@ -602,12 +601,10 @@ class AsyncGhostMem(_Base, AsyncOps):
             async with db.acheckout(
                 pool, committed=None if self._standby is None else self._standby.saw
             ) as conn:
-                data = await work(conn, pool)
+                data = await work(conn)
         return OpResult(spec.name, spec.render(data), data)
 
-    async def _read(
-        self, work: Callable[[AsyncConnection[Any], AsyncConnectionPool], Awaitable[T]]
-    ) -> T | None:
+    async def _read(self, work: Callable[[AsyncConnection[Any]], Awaitable[T]]) -> T | None:
         """See :meth:`GhostMem._read`."""
         if self._standby is None:
             return None

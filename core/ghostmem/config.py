@@ -37,9 +37,7 @@ DEFAULT_RUNTIME_ROLE = "ghostmem_runtime"
 # "permission denied".
 ROLE_NAME_BYTES = 63
 EMBEDDED_DATABASE = "ghostmem"
-# Two connections kept open: a search runs its two legs at the same time, one on a spare connection of the pool
-# when one is free (ghostmem.program.Concurrent); with one, the spare would only exist while other calls run.
-DEFAULT_POOL_MIN_SIZE = 2
+DEFAULT_POOL_MIN_SIZE = 1
 DEFAULT_POOL_MAX_SIZE = 8
 DEFAULT_POOL_TIMEOUT = 10.0
 DEFAULT_READ_WAIT = 0.25

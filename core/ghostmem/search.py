@@ -18,9 +18,7 @@ Search ranks *messages* with two legs and fuses them by reciprocal rank (``1 / (
   does not count for a query in CJK scripts (:func:`vector_weight`: the default model reads English).
 
 The statement's sizes and constants are literals and the search transaction asks for generic plans, so a
-connection plans it once (psycopg prepares it on its sixth run). When the pool has a second connection free, the
-two legs run at the same time, each a statement of its own on its own connection (:class:`ghostmem.program.Concurrent`),
-and a third statement fuses their rows (:func:`_fused_messages`): the same rows, the same results.
+connection plans it once (psycopg prepares it on its sixth run).
 
 Speaker names are metadata (the ``speaker`` column), never embedded: a name the query mentions is removed from the
 text the vector leg embeds, because a name says who spoke, not what was said; in the fusion, that speaker's own
@@ -36,7 +34,6 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from psycopg import sql
-from psycopg.types.json import Json
 
 from ghostmem import japanese
 from ghostmem.args import (
@@ -59,7 +56,7 @@ from ghostmem.models import (
     SearchResult,
     Thread,
 )
-from ghostmem.program import Concurrent, Embed, Program, Query, Row
+from ghostmem.program import Embed, Program, Query, Row
 from ghostmem.text import CJK
 from ghostmem.words import Op
 
@@ -161,7 +158,6 @@ class _Plan:
     lexical: bool
     vector: bool
     scan: Scan  # how the vector leg reads (vector_scan)
-    setup: Query  # the settings of the search's transaction, made again on a spare connection's
 
     @property
     def searches(self) -> bool:
@@ -436,84 +432,27 @@ _SPEAKER_BONUS_SQL = sql.SQL(
 )
 
 
-# Each leg's rows, as the fusion reads them (name, type). When both legs run, each runs as a statement of its own
-# (at the same time, on two connections, when a spare is free: program.Concurrent) and sends these columns back;
-# the fusion statement reads them from bound arrays.
-_LEG_ROWS: dict[str, tuple[tuple[str, str], ...]] = {
-    "lex": (("id", "bigint"), ("tier", "text"), ("conv_id", "text"), ("score", "float8"), ("cover", "float8"),
-            ("rank", "bigint")),
-    "vec": (("id", "bigint"), ("tier", "text"), ("conv_id", "text"), ("dist", "float8"), ("rank", "bigint")),
-}  # fmt: skip
-
-
-def _legs(args: SearchPersonalMemoryArgs, plan: _Plan) -> dict[str, sql.Composed]:
-    """The CTEs of each leg that runs, by the name of the CTE that holds its rows (``lex``, ``vec``)."""
-    legs: dict[str, sql.Composed] = {}
+def _fused_messages(args: SearchPersonalMemoryArgs, plan: _Plan) -> sql.Composed:
+    """``WITH ... fused AS (id, tier, conv_id, score, lex_rank, lex_score, lex_cover, vec_rank, vec_dist)``: the one
+    query builder."""
+    legs: list[sql.Composable] = [sql.SQL(_TITLED)] if args.project is not None else []
     if plan.lexical:
-        legs["lex"] = sql.SQL(_LEXICAL_LEG).format(owner=_OWNER_CHECK, kept=_kept(args), **plan.literals)
+        legs.append(sql.SQL(_LEXICAL_LEG).format(owner=_OWNER_CHECK, kept=_kept(args), **plan.literals))
     if plan.vector:
         if plan.scan == "hnsw":
             scan = sql.SQL(_HNSW_SCAN).format(filters=_message_filters(args), **plan.literals)
         else:
             shape = _EXACT_SCAN if plan.scan == "exact" else _QUANTIZED_SCAN
             scan = sql.SQL(shape).format(filters=_exact_filters(args), **plan.literals)
-        legs["vec"] = sql.SQL(",").join([scan, sql.SQL(_VECTOR_RANK)])
-    return legs
-
-
-def _leg_statement(args: SearchPersonalMemoryArgs, name: str, leg: sql.Composed) -> sql.Composed:
-    """One leg as a statement of its own: its rows' columns (:data:`_LEG_ROWS`)."""
-    ctes = [sql.SQL(_TITLED), leg] if args.project is not None else [leg]
-    return sql.SQL("WITH{ctes}\nSELECT {columns} FROM {name}").format(
-        ctes=sql.SQL(",").join(ctes),
-        columns=sql.SQL(", ").join(sql.Identifier(c) for c, _ in _LEG_ROWS[name]),
-        name=sql.Identifier(name),
-    )
-
-
-def _bound_leg(name: str) -> sql.Composed:
-    """``name AS (...)``: a leg's rows, read from the JSON array of them bound as ``%(<name>)s`` (always one
-    parameter of one type, so one prepared statement; a float8 written by Python's shortest repr reads back as the
-    same float8)."""
-    return sql.SQL("\n{name} AS (SELECT * FROM json_to_recordset({rows}) AS r({columns}))").format(
-        name=sql.Identifier(name),
-        rows=sql.Placeholder(name),
-        columns=sql.SQL(", ").join(
-            sql.SQL("{} {}").format(sql.Identifier(c), sql.SQL(t)) for c, t in _LEG_ROWS[name]
-        ),
-    )
-
-
-def _fused_messages(
-    args: SearchPersonalMemoryArgs, plan: _Plan
-) -> Program[tuple[sql.Composed, dict[str, Any]]]:
-    """``WITH ... fused AS (id, tier, conv_id, score, lex_rank, lex_score, lex_cover, vec_rank, vec_dist)`` and its
-    parameters: the one query builder. The legs run inside the statement, unless there are two and a spare
-    connection is free: then they run first, at the same time, each a statement of its own on its own connection,
-    and the statement reads their rows (the same rows: the same CTEs compute them)."""
-    legs = _legs(args, plan)
-    params = plan.params
-    replies = None
-    if len(legs) == 2:
-        replies = yield Concurrent(
-            tuple(Query(_leg_statement(args, name, leg), plan.params) for name, leg in legs.items()),
-            setup=plan.setup,
-        )
-    ctes: list[sql.Composable]
-    if replies is not None:
-        params = {**params, **{name: Json(rows) for name, rows in zip(legs, replies, strict=True)}}
-        ctes = [*map(_bound_leg, legs)]
+        legs += [scan, sql.SQL(_VECTOR_RANK)]
+    if plan.lexical and plan.vector:
+        bonus = _SPEAKER_BONUS_SQL.format(**plan.literals) if plan.params.get("speakers") else sql.SQL("")
+        when = _WHEN_BONUS_SQL.format(**plan.literals) if plan.params.get("mentions_time") else sql.SQL("")
+        legs.append(sql.SQL(_FUSED_BOTH).format(bonus=bonus, when=when, **plan.literals))
     else:
-        ctes = [sql.SQL(_TITLED)] if args.project is not None else []
-        ctes += legs.values()
-    if len(legs) == 2:
-        bonus = _SPEAKER_BONUS_SQL.format(**plan.literals) if params.get("speakers") else sql.SQL("")
-        when = _WHEN_BONUS_SQL.format(**plan.literals) if params.get("mentions_time") else sql.SQL("")
-        ctes.append(sql.SQL(_FUSED_BOTH).format(bonus=bonus, when=when, **plan.literals))
-    else:
-        ctes.append(sql.SQL(_FUSED_LEXICAL if plan.lexical else _FUSED_VECTOR).format(**plan.literals))
-    ctes.append(sql.SQL(_FLOORED))
-    return sql.SQL("WITH") + sql.SQL(",").join(ctes), params
+        legs.append(sql.SQL(_FUSED_LEXICAL if plan.lexical else _FUSED_VECTOR).format(**plan.literals))
+    legs.append(sql.SQL(_FLOORED))
+    return sql.SQL("WITH") + sql.SQL(",").join(legs)
 
 
 def _speaker_candidates(query: str) -> list[str]:
@@ -741,12 +680,9 @@ def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int, floor: flo
         "ef_search": str(max(depth, HNSW_EF_SEARCH)),  # the vector leg's rows are never more than depth
         "max_scan": str(HNSW_MAX_SCAN_TUPLES),
     }
-    setup = Query(sql.SQL("SELECT ") + settings, setting_params)
     if not vector:
-        yield setup
-        return _Plan(
-            params=params, literals=literals, lexical=lexical, vector=vector, scan="hnsw", setup=setup
-        )
+        yield Query(sql.SQL("SELECT ") + settings, setting_params)
+        return _Plan(params=params, literals=literals, lexical=lexical, vector=vector, scan="hnsw")
     # Speaker names the query mentions and how narrow its filters are (looked up in the same round trip).
     rows = yield Query(
         sql.SQL(
@@ -784,9 +720,7 @@ def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int, floor: flo
         # No message in scope (an empty store, a project, platform or time window without any): the vector leg
         # could find nothing, so the query is not embedded (on a new home that would first prepare the model,
         # ~20 s); a search by meaning alone then runs no leg at all.
-        return _Plan(
-            params=params, literals=literals, lexical=lexical, vector=False, scan="hnsw", setup=setup
-        )
+        return _Plan(params=params, literals=literals, lexical=lexical, vector=False, scan="hnsw")
     literals["candidates"] = sql.Literal(quantized_candidates(vec_depth))
     scan = vector_scan(
         int(rows[0]["scope_rows"]),
@@ -806,7 +740,7 @@ def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int, floor: flo
         + (SPEAKER_BONUS if params["speakers"] else 0.0)
         + (WHEN_BONUS if params["mentions_time"] else 0.0)
     )
-    return _Plan(params=params, literals=literals, lexical=lexical, vector=vector, scan=scan, setup=setup)
+    return _Plan(params=params, literals=literals, lexical=lexical, vector=vector, scan=scan)
 
 
 def search_messages(
@@ -822,8 +756,7 @@ def search_messages(
     plan = yield from _plan(ctx, args, depth, floor)
     if not plan.searches:
         return []
-    fused, params = yield from _fused_messages(args, plan)
-    statement = fused + sql.SQL(
+    statement = _fused_messages(args, plan) + sql.SQL(
         """
         SELECT f.*, m.seq, m.native_id, m.role, m.ts, m.speaker, m.text
         FROM fused f JOIN ghostmem.messages m ON m.id = f.id AND m.owner = %(owner)s
@@ -831,7 +764,7 @@ def search_messages(
         LIMIT {depth}
         """
     ).format(**plan.literals)
-    rows: list[Row] = yield Query(statement, params)
+    rows: list[Row] = yield Query(statement, plan.params)
     return rows
 
 
@@ -839,8 +772,7 @@ def search_personal_memory(ctx: OpContext, args: SearchPersonalMemoryArgs) -> Pr
     plan = yield from _plan(ctx, args, max(DEPTH_PER_LEG, 5 * args.limit), SIMILARITY_FLOOR)
     if not plan.searches:
         return SearchResult(query=args.query, rows=[])
-    fused, params = yield from _fused_messages(args, plan)
-    statement = fused + sql.SQL(
+    statement = _fused_messages(args, plan) + sql.SQL(
         """,
         hits AS (
             SELECT f.*, row_number() OVER (PARTITION BY f.tier, f.conv_id ORDER BY f.score DESC, f.id) AS pos
@@ -877,7 +809,7 @@ def search_personal_memory(ctx: OpContext, args: SearchPersonalMemoryArgs) -> Pr
         similarity=sql.SQL("1 - (m.embedding <=> %(qvec)s::vector)" if plan.vector else "NULL::float8"),
         **plan.literals,
     )
-    rows: list[Row] = yield Query(statement, params)
+    rows: list[Row] = yield Query(statement, plan.params)
     hits = []
     shown = 1.0
     for r in rows:

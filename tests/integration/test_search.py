@@ -13,7 +13,7 @@ from ghostmem import GhostMem, HashEmbedder, japanese, search
 from ghostmem.args import ListRecentConversationsArgs, SearchPersonalMemoryArgs
 from ghostmem.embed import Embedder
 from ghostmem.ingest import runner
-from ghostmem.program import Concurrent, Program, Query, run_sync
+from ghostmem.program import Program, Query, run_sync
 from ghostmem.search import (
     ASKS_WHEN,
     SIMILARITY_FLOOR,
@@ -26,7 +26,7 @@ from ghostmem.search import (
 from ghostmem.store import fill_morphemes
 from psycopg import Connection, sql
 from support.conversations import conversation, ids, import_generic
-from support.copies import owners_of_the_same_ids
+from support.copies import share_ids
 from support.embedders import CountingEmbedder
 
 
@@ -271,13 +271,12 @@ def _explaining(program: Program[Any], conn: Connection[Any], plans: list[str]) 
     try:
         while True:
             step = program.send(reply)
-            for query in step.queries if isinstance(step, Concurrent) else [step]:
-                if isinstance(query, Query) and not isinstance(query.text, bytes | str):
-                    text = query.text.as_string(conn)
-                    # the statements of search.py, not its preamble (the settings and counts)
-                    if "set_config" not in text:
-                        rows = conn.execute(f"EXPLAIN (COSTS OFF) {text}".encode(), query.params).fetchall()  # type: ignore[arg-type]
-                        plans.append("\n".join(r[0] for r in rows))
+            if isinstance(step, Query) and not isinstance(step.text, bytes | str):
+                text = step.text.as_string(conn)
+                # the statements of search.py, not its preamble (the settings and counts)
+                if "ghostmem.conversations c" in text and "set_config" not in text:
+                    rows = conn.execute(f"EXPLAIN (COSTS OFF) {text}".encode(), step.params).fetchall()  # type: ignore[arg-type]
+                    plans.append("\n".join(r[0] for r in rows))
             reply = yield step
     except StopIteration as done:
         return done.value
@@ -324,9 +323,8 @@ def test_plans_use_the_indexes(
     args = SearchPersonalMemoryArgs(query="tiny deploy", days=7)
     result, plans = _run_forced(gm, search_personal_memory(gm.context, args), "enable_sort")
     assert result.rows[0].conv_id.startswith("tiny-")
-    lex, vec, _ = plans  # the legs' statements, then the fusion's
-    assert "messages_owner_words" in lex
-    assert "messages_embedding_hnsw" in vec
+    assert "messages_owner_words" in plans[0]
+    assert "messages_embedding_hnsw" in plans[0]
     recent = list_recent_conversations(gm.context, ListRecentConversationsArgs(days=2))
     listed, list_plans = _run_forced(gm, recent, "enable_sort")
     assert listed.rows and "conversations_owner_ended" in list_plans[0]
@@ -377,9 +375,17 @@ def test_a_search_never_shows_another_owners_message_of_the_same_id(pg_dsn: str,
     ids by a restore or a merge of two stores). Every join of the search back to the messages names the owner, so
     ann's hits show her messages only, in every mode, with a speaker or a time in the query too (their bonuses
     read the messages); joined by id alone, bob's secret came back among ann's matches."""
-    texts = owners_of_the_same_ids(pg_dsn, tmp_path)
-    owners = list(texts)
+    owners = [f"ann-{uuid.uuid4().hex[:6]}", f"bob-{uuid.uuid4().hex[:6]}"]
+    texts = {
+        owners[0]: ["when did ann deploy the staging server on friday", "it went fine on friday"],
+        owners[1]: ["bob's secret password is hunter2, friday deploy staging", "keep it secret"],
+    }
+    for owner in owners:
+        with GhostMem(dsn=pg_dsn, owner=owner, embedder=HashEmbedder()) as gm:
+            import_generic(gm, tmp_path / f"{owner}.jsonl", [conversation("c", "deploys", 1, texts[owner])])
     with GhostMem(dsn=pg_dsn, owner=owners[0], embedder=HashEmbedder()) as gm:
+        with gm.connection() as conn:
+            assert share_ids(conn, owners[1], owners[0]) == 2
         for mode in ("hybrid", "lexical", "vector"):
             for query in ("friday deploy staging secret", "when did ann deploy on friday"):
                 hits = gm.search_personal_memory(query, mode=mode).data.rows

@@ -28,7 +28,6 @@ from support.statements import (
     gin_options,
     read_without_jit,
     recording,
-    search_statements,
 )
 
 _KEPT = """
@@ -269,7 +268,7 @@ def _vector_depth_chosen(gm: GhostMem, **filters: Any) -> int:
     args = SearchPersonalMemoryArgs(query="deploy notes", limit=10, **filters)
     with gm.connection() as conn:
         run_sync(recording(search_personal_memory(gm.context, args), conn, seen), conn, gm.embedder)
-    statement = "\n".join(text for text, _ in search_statements(seen))
+    statement = seen[-1][0]
     if "vec_scan AS MATERIALIZED" not in statement:
         return 0  # no vector leg: nothing in scope for it to find
     return int(statement.split("vec_scan AS MATERIALIZED", 1)[1].split("LIMIT", 1)[1].split()[0])
@@ -328,9 +327,9 @@ def test_the_generic_plan_reads_through_the_indexes_beside_another_owner(
                     with gm.connection() as conn:
                         program = recording(search_personal_memory(gm.context, args), conn, seen)
                         run_sync(program, conn, gm.embedder)
-                        plan = "\n".join(  # in the search's transaction, with its settings
-                            generic_plan(conn, text) for text, _ in search_statements(seen)
-                        )
+                        plan = generic_plan(
+                            conn, seen[-1][0]
+                        )  # in the search's transaction, with its settings
                     assert "Seq Scan on messages" not in plan and "BitmapAnd" not in plan, (
                         owner,
                         filters,
@@ -450,13 +449,11 @@ def test_the_vector_leg_chooses_the_cheapest_scan() -> None:
 
 
 def _statement(gm: GhostMem, args: SearchPersonalMemoryArgs) -> tuple[str, str]:
-    """The search's statements after its plan statement and their generic plans (in the search's transaction, with
-    its settings), each joined."""
+    """The search's main statement and its generic plan (in the search's transaction, with its settings)."""
     seen: list[tuple[str, Any]] = []
     with gm.connection() as conn:
         run_sync(recording(search_personal_memory(gm.context, args), conn, seen), conn, gm.embedder)
-        texts = [text for text, _ in search_statements(seen)]
-        return "\n".join(texts), "\n".join(generic_plan(conn, text) for text in texts)
+        return seen[-1][0], generic_plan(conn, seen[-1][0])
 
 
 def test_a_scope_is_read_through_its_index(

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import uuid
-from pathlib import Path
 from typing import Any
 
 from psycopg import Connection
@@ -53,29 +51,3 @@ def share_ids(conn: Connection[Any], owner: str, with_owner: str) -> int:
         (owner, with_owner),
     ).fetchone()
     return int(shared[0]) if shared else 0
-
-
-# Two owners' conversations of the same id, bob's holding a secret that ann's searches must never show.
-SAME_ID_TEXTS = (
-    ["when did ann deploy the staging server on friday", "it went fine on friday"],
-    ["bob's secret password is hunter2, friday deploy staging", "keep it secret"],
-)
-
-
-def owners_of_the_same_ids(pg_dsn: str, tmp_path: Path) -> dict[str, list[str]]:
-    """Two new owners (ann's first) with one conversation each (SAME_ID_TEXTS), bob's messages written again under
-    ann's ids (:func:`share_ids`): each owner's texts."""
-    from ghostmem import GhostMem, HashEmbedder
-
-    from support.conversations import conversation, import_generic
-
-    texts = {
-        f"{who}-{uuid.uuid4().hex[:6]}": list(t) for who, t in zip(("ann", "bob"), SAME_ID_TEXTS, strict=True)
-    }
-    for who, messages in texts.items():
-        with GhostMem(dsn=pg_dsn, owner=who, embedder=HashEmbedder()) as gm:
-            import_generic(gm, tmp_path / f"{who}.jsonl", [conversation("c", "deploys", 1, messages)])
-    ann, bob = texts
-    with GhostMem(dsn=pg_dsn, owner=ann, embedder=HashEmbedder()) as gm, gm.connection() as conn:
-        assert share_ids(conn, bob, ann) == 2
-    return texts

@@ -6,7 +6,7 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
-from ghostmem.program import Concurrent, Params, Program, Query
+from ghostmem.program import Params, Program, Query
 from psycopg import Connection
 
 _PARAMETER = re.compile(r"%\((\w+)\)s")
@@ -15,23 +15,16 @@ T = TypeVar("T")
 
 def recording(program: Program[Any], conn: Connection[Any], seen: list[tuple[str, Params]]) -> Program[Any]:
     """``program`` as it is, with the text (as sent on ``conn``) and parameters of each composed statement it
-    sends appended to ``seen`` (those of a :class:`Concurrent` step in their order)."""
+    sends appended to ``seen``."""
     reply: Any = None
     try:
         while True:
             step = program.send(reply)
-            for query in step.queries if isinstance(step, Concurrent) else [step]:
-                if isinstance(query, Query) and not isinstance(query.text, bytes | str):
-                    seen.append((query.text.as_string(conn), query.params))
+            if isinstance(step, Query) and not isinstance(step.text, bytes | str):
+                seen.append((step.text.as_string(conn), step.params))
             reply = yield step
     except StopIteration as done:
         return done.value
-
-
-def search_statements(seen: list[tuple[str, Params]]) -> list[tuple[str, Params]]:
-    """The statements of a search recorded by :func:`recording`, after its plan statement (the settings and counts):
-    the leg statements and the fusion statement of a hybrid search, the one statement of a single leg."""
-    return [s for s in seen if "set_config" not in s[0]]
 
 
 def generic_plan(conn: Connection[Any], text: str) -> str:
@@ -45,8 +38,7 @@ def generic_plan(conn: Connection[Any], text: str) -> str:
         return f"${names.index(match.group(1)) + 1}"
 
     numbered = _PARAMETER.sub(placeholder, text)
-    # never prepared (psycopg would prepare a text run five times, and a prepared EXPLAIN wants its parameters)
-    rows = conn.execute(f"EXPLAIN (GENERIC_PLAN, COSTS OFF) {numbered}".encode(), prepare=False)
+    rows = conn.execute(f"EXPLAIN (GENERIC_PLAN, COSTS OFF) {numbered}".encode())
     return "\n".join(str(r[0]) for r in rows)
 
 

@@ -27,7 +27,7 @@ def test_pool_settings_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> 
 
 def test_pool_defaults() -> None:
     settings = Settings.from_env()
-    assert (settings.pool_min_size, settings.pool_max_size, settings.pool_timeout) == (2, 8, 10.0)
+    assert (settings.pool_min_size, settings.pool_max_size, settings.pool_timeout) == (1, 8, 10.0)
     # A maximum of one keeps the minimum within it.
     assert Settings.from_env(pool_max_size=1).pool_min_size == 1
 

@@ -2,8 +2,7 @@
 
 ``resolve_dsn`` gives the DSN of ``GHOSTMEM_DSN`` / ``dsn=`` or starts the embedded server; ``prepare`` checks the
 server is reachable and migrates it; ``open_pool`` / ``open_async_pool`` open psycopg pools; ``checkout`` /
-``acheckout`` lend one of a pool's connections to an operation, ``spare`` / ``aspare`` a second one beside it when one
-is free.
+``acheckout`` lend one of a pool's connections to an operation.
 
 Pools survive a server restart or failover: every connection is checked as it is taken out (one empty round
 trip). A connection the server terminated fails the check; since every other idle connection of the pool dates
@@ -47,7 +46,6 @@ logger = logging.getLogger(__name__)
 __all__ = [
     "EmbeddedServer",
     "acheckout",
-    "aspare",
     "checkout",
     "open_async_pool",
     "open_pool",
@@ -55,7 +53,6 @@ __all__ = [
     "prepare",
     "redact_dsn",
     "resolve_dsn",
-    "spare",
     "use_vectors",
     "vector",
 ]
@@ -313,53 +310,6 @@ async def acheckout(
             if not conn.closed and conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
                 await conn.set_autocommit(saved[0])
                 conn.row_factory = saved[1]
-    finally:
-        await pool.putconn(conn)
-
-
-# How long taking a spare may wait when the pool said it had a free connection and another caller took it first.
-_SPARE_RACE = 0.001
-
-
-@contextmanager
-def spare(pool: ConnectionPool) -> Iterator[psycopg.Connection[Any] | None]:
-    """One of ``pool``'s connections if one is free now, else None (it never waits for one to be freed or opened):
-    for statements run beside an operation's own (:class:`ghostmem.program.Concurrent`), each in a transaction of
-    its own that the runner ends before the connection goes back. It is set up as :func:`checkout` sets up its
-    connections (pgvector types registered) and given back in the mode it was lent in. It is not checked with a
-    round trip first: the operation's own connection was, just before, and a statement that fails on a spare runs
-    again on the operation's connection (the pool replaces a broken spare)."""
-    if pool.get_stats()["pool_available"] == 0:
-        yield None
-        return
-    try:
-        conn = pool.getconn(_SPARE_RACE)
-    except PoolTimeout:
-        yield None
-        return
-    try:
-        if use_vectors(conn) and not conn.autocommit:
-            conn.commit()
-        yield conn
-    finally:
-        pool.putconn(conn)
-
-
-@asynccontextmanager
-async def aspare(pool: AsyncConnectionPool) -> AsyncIterator[psycopg.AsyncConnection[Any] | None]:
-    """The async twin of :func:`spare`."""
-    if pool.get_stats()["pool_available"] == 0:
-        yield None
-        return
-    try:
-        conn = await pool.getconn(_SPARE_RACE)
-    except PoolTimeout:
-        yield None
-        return
-    try:
-        if await use_vectors_async(conn) and not conn.autocommit:
-            await conn.commit()
-        yield conn
     finally:
         await pool.putconn(conn)
 

@@ -163,9 +163,8 @@ class Standby:
         """See :meth:`_Route.saw_on` (the ``committed`` hook of the primary's checkouts)."""
         self.route.saw_on(conn)
 
-    def serve(self, work: Callable[[psycopg.Connection[Any], ConnectionPool], T]) -> T:
-        """``work`` done on the standby (given a connection and the pool it came from, which lends it a spare), or
-        :class:`Missed` when the standby cannot do it now."""
+    def serve(self, work: Callable[[psycopg.Connection[Any]], T]) -> T:
+        """``work`` done on the standby, or :class:`Missed` when the standby cannot do it now."""
         if not self.route.open():
             raise Missed
         try:
@@ -176,7 +175,7 @@ class Standby:
                 if not self._caught_up(conn):
                     self.route.leave(f"has not replayed this client's last write within {self.route.wait:g}s")
                     raise Missed
-                result = work(conn, pool)
+                result = work(conn)
         except _STANDBY_FAILURES as exc:
             self.route.leave(f"failed ({exc})")
             raise Missed from exc
@@ -255,9 +254,7 @@ class AsyncStandby:
             row = None
         self.route.saw(int(row[0]) if row else None)
 
-    async def serve(
-        self, work: Callable[[psycopg.AsyncConnection[Any], AsyncConnectionPool], Awaitable[T]]
-    ) -> T:
+    async def serve(self, work: Callable[[psycopg.AsyncConnection[Any]], Awaitable[T]]) -> T:
         """See :meth:`Standby.serve`."""
         if not self.route.open():
             raise Missed
@@ -269,7 +266,7 @@ class AsyncStandby:
                 if not await self._caught_up(conn):
                     self.route.leave(f"has not replayed this client's last write within {self.route.wait:g}s")
                     raise Missed
-                result = await work(conn, pool)
+                result = await work(conn)
         except _STANDBY_FAILURES as exc:
             self.route.leave(f"failed ({exc})")
             raise Missed from exc
