@@ -43,9 +43,8 @@ bench composes ghostmem's ``sql.Composed`` just before the driver's ``execute`` 
 The earlier clocks were not quite this: ghostmem's included composing, and PGVectorStore's were SQLAlchemy's cursor
 events — which covered the fetch as well (SQLAlchemy's async psycopg adapter fetches every row inside its
 ``execute``) plus SQLAlchemy's own work around the driver call. Both are kept, measured on the same searches
-(``server_sqlalchemy_events``; ``server_with_composing``, ghostmem's figure with its composing time added — once its
-legs run at the same time that overstates a little, as a leg's composing may overlap the other's statement; a table
-below each case in docs/benchmarks.md). Same run, 100k, 48 queries × 5 cases, legs one after the other (load 4):
+(``server_sqlalchemy_events``; ``server_with_composing``, ghostmem's figure with its composing time added; a table
+below each case in docs/benchmarks.md). Same run, 100k, 48 queries × 5 cases (load 4):
 the earlier mean was above the one compared now by 0.08–0.16 ms a search for ghostmem hybrid and vector, by
 0.05–0.17 ms for PGVectorStore hybrid (two statements) and 0.02–0.07 ms for its vector search (one) —
 PGVectorStore hybrid ÷ ghostmem hybrid moved by at most 0.01 either way. *call* is
@@ -53,8 +52,7 @@ the whole call a user makes, embedding the query with the same MiniLM model.
 
 CPU: ``cpu_ms_per_search`` is the CPU time the server's processes used over a system's block of server-timed
 searches (:mod:`bench.server_cpu`: the postmaster and its children — backends, I/O workers, parallel workers —
-from ``/proc``), divided by the number of searches: the work a search costs the server, whatever its latency — which
-statements running at the same time on two connections (ghostmem's legs) shorten, and its CPU time does not. It is
+from ``/proc``), divided by the number of searches: the work a search costs the server, whatever its latency. It is
 left out when the server is not on this machine.
 
 The reference rows *PGVectorStore vector / hybrid (iterative scan)* are the same store, calls and configuration on
