@@ -14,7 +14,16 @@ from ghostmem import GhostMem
 from ghostmem.context import checked_owner
 from ghostmem.embed import Embedder
 from ghostmem.errors import InvalidArgument
-from ghostmem.items import ItemWrite, get_items, list_namespaces, search_items, sweep_expired, write_items
+from ghostmem.items import (
+    ItemWrite,
+    checked_key,
+    checked_namespace,
+    get_items,
+    list_namespaces,
+    search_items,
+    sweep_expired,
+    write_items,
+)
 from langgraph.store.base import (
     BaseStore,
     GetOp,
@@ -162,10 +171,17 @@ class GhostMemStore(BaseStore):
         return await asyncio.to_thread(self.batch, list(ops))
 
     def _write(self, op: PutOp) -> ItemWrite:
+        try:
+            checked_namespace(op.namespace)
+        except InvalidArgument as exc:
+            raise InvalidNamespaceError(str(exc)) from None
+        checked_key(op.key)  # a refused write fails its whole batch: it runs in one transaction
         if op.value is None:
             return ItemWrite(op.namespace, op.key, None)
-        if not op.namespace or op.namespace[0] == "langgraph":
-            raise InvalidNamespaceError(f"Namespace {op.namespace!r} is reserved or empty.")
+        if op.namespace[0] == "langgraph":
+            raise InvalidNamespaceError(
+                f"Namespace {op.namespace!r} is reserved (its first label is langgraph)."
+            )
         paths = self.fields if op.index is None else op.index or ()
         return ItemWrite(op.namespace, op.key, op.value, _indexed_text(op.value, paths), op.ttl)
 

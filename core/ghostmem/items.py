@@ -27,6 +27,7 @@ from psycopg.types.json import Jsonb
 from ghostmem.db import vector
 from ghostmem.embed import Embedder
 from ghostmem.errors import InvalidArgument
+from ghostmem.limits import STORED_ITEM_KEY_BYTES, STORED_NAMESPACE_BYTES, STORED_NAMESPACE_LABELS
 from ghostmem.search import HNSW_EF_SEARCH, MAX_QUERY_TERMS, NO_JIT, RRF_K, relevance, vector_weight
 from ghostmem.store import embeddable
 
@@ -71,6 +72,37 @@ class ItemWrite:
     ttl_minutes: float | None = None
 
 
+def checked_namespace(namespace: Sequence[str]) -> None:
+    """Refuse a namespace ghostmem cannot keep in an item's key: more than
+    :data:`~ghostmem.limits.STORED_NAMESPACE_LABELS` labels, or more than
+    :data:`~ghostmem.limits.STORED_NAMESPACE_BYTES` bytes written as LangGraph writes it (labels joined by '.')."""
+    if not namespace:
+        raise InvalidArgument("An item's namespace must have at least one label.")
+    if len(namespace) > STORED_NAMESPACE_LABELS:
+        raise InvalidArgument(
+            f"The namespace has {len(namespace):,} labels, more than the {STORED_NAMESPACE_LABELS} ghostmem keeps"
+            " (it is the item's key): use fewer labels."
+        )
+    size = len(".".join(namespace).encode("utf-8", "surrogatepass"))
+    if size > STORED_NAMESPACE_BYTES:
+        raise InvalidArgument(
+            f"The namespace {'.'.join(namespace)[:40]!r}… is {size:,} bytes, longer than the"
+            f" {STORED_NAMESPACE_BYTES:,} bytes ghostmem keeps of a namespace (it is the item's key): use shorter"
+            " labels, such as ids or hashes."
+        )
+
+
+def checked_key(key: str) -> None:
+    """Refuse an item key longer than :data:`~ghostmem.limits.STORED_ITEM_KEY_BYTES` bytes (it is never cut: a cut
+    key would merge distinct items)."""
+    size = len(key.encode("utf-8", "surrogatepass"))
+    if size > STORED_ITEM_KEY_BYTES:
+        raise InvalidArgument(
+            f"The item key {key[:40]!r}… is {size:,} bytes, longer than the {STORED_ITEM_KEY_BYTES:,} bytes"
+            " ghostmem keeps of a key: use a shorter key, such as an id or a hash of the text."
+        )
+
+
 def _keys_json(keys: Sequence[tuple[tuple[str, ...], str]]) -> Jsonb:
     return Jsonb([{"namespace": list(ns), "key": key, "n": n} for n, (ns, key) in enumerate(keys)])
 
@@ -79,8 +111,8 @@ def write_items(conn: Connection[Any], owner: str, writes: Sequence[ItemWrite], 
     """Apply ``writes`` in order (a later write of the same item wins) in the caller's transaction."""
     last: dict[tuple[tuple[str, ...], str], ItemWrite] = {}
     for w in writes:
-        if not w.namespace:
-            raise InvalidArgument("An item's namespace must have at least one label.")
+        checked_namespace(w.namespace)
+        checked_key(w.key)
         if w.ttl_minutes is not None and not w.ttl_minutes > 0:
             raise InvalidArgument(f"ttl must be a positive number of minutes, not {w.ttl_minutes!r}.")
         last.pop((w.namespace, w.key), None)  # re-inserted: the dict keeps the order of last writes

@@ -16,7 +16,10 @@ A shown limit is never larger than the read limit of the same text, nor a read l
 checks it): what is read is at least what is shown.
 
 Ids and owners are never cut (they are a conversation's, a message's and a memory's identity): an id longer than
-:data:`STORED_ID_BYTES`, an owner longer than :data:`STORED_OWNER_BYTES`, is refused.
+:data:`STORED_ID_BYTES`, an owner longer than :data:`STORED_OWNER_BYTES`, a LangGraph store item's namespace or key
+longer than :data:`STORED_NAMESPACE_BYTES` / :data:`STORED_ITEM_KEY_BYTES`, is refused. A label (a conversation's
+project, a file's path in the import state) longer than its bound is shortened by
+:func:`ghostmem.records.shortened`, which keeps it distinct.
 """
 
 from __future__ import annotations
@@ -49,6 +52,25 @@ STORED_ID_BYTES = 1_000
 # where it comes in (ghostmem.context.checked_owner), before anything is written. An email address, a UUID or an
 # OAuth subject fits.
 STORED_OWNER_BYTES = 256
+# Every other value in a key or index is bounded too, so none fails only when written (PostgreSQL's "index row
+# size ... exceeds btree version 4 maximum 2704", which ghostmem reports as "cannot hold a value this large"):
+# A conversation's project (the (owner, tier, project, ts) indexes of message_vectors and message_bits, the
+# (owner, tier, platform, project) key of message_counts) is a label matched by substring, chosen by the platform
+# (Claude Code's and Codex's working directory, a ChatGPT project's or a Claude.ai project's name) or by the
+# application: one longer than this is kept shortened (ghostmem.records.shortened: its start and its end around a
+# digest of the whole), never refused, so an import or a capture loses no conversation for it.
+STORED_PROJECT_BYTES = 1_000
+# The import state's key of a file (its path, or ``zip!member``, or a LangChain table's DSN and name) in
+# import_state's (owner, tier, path): shortened the same way beyond this, so a deep folder is imported and resumed
+# like any other.
+STORED_PATH_BYTES = 1_000
+# A LangGraph store item's namespace (its labels, counted as LangGraph writes them: joined by '.') and key are its
+# identity in store_items' (owner, namespace, key), so they are refused beyond these, before anything is written.
+# A text[] spends up to 7 more bytes per label, hence a bound on labels too: 256 + (1,000 + 24 + 7 × 32) + 1,000
+# stay under 2,704.
+STORED_NAMESPACE_BYTES = 1_000
+STORED_NAMESPACE_LABELS = 32
+STORED_ITEM_KEY_BYTES = 1_000
 
 # -- read: what a statement fetches of each message ------------------------------------------------------------------
 READ_THREAD_CHARS = 20_000  # get_conversation

@@ -5,6 +5,7 @@ Importers are pure parsers from a platform's files to these records; :mod:`ghost
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -53,6 +54,24 @@ def clip(text: str | None, limit: int) -> str:
             break
     flat = " ".join(words)
     return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+
+
+def shortened(text: str, limit: int) -> str:
+    """``text`` when it is at most ``limit`` bytes (UTF-8); else its start and its end around a digest of the whole,
+    ``start…<16 hex digits>…end``, in at most ``limit`` bytes, cut at character boundaries.
+
+    The same text is always shortened the same way (a re-import finds the same value), two texts that differ
+    anywhere stay apart (the digest), and a substring still finds it by its start or its end (a path's root, its
+    last folders).
+    """
+    data = text.encode("utf-8")
+    if len(data) <= limit:
+        return text
+    mark = f"…{hashlib.sha256(data).hexdigest()[:16]}…"
+    room = limit - len(mark.encode("utf-8"))
+    start = data[: room - room // 2].decode("utf-8", "ignore")
+    end = data[len(data) - room // 2 :].decode("utf-8", "ignore")
+    return start + mark + end
 
 
 @dataclass(slots=True)

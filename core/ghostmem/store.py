@@ -30,6 +30,7 @@ from ghostmem.limits import (
     EMBEDDED_MIN_CHARS,
     STORED_ID_BYTES,
     STORED_MESSAGE_CHARS,
+    STORED_PROJECT_BYTES,
     STORED_TITLE_CHARS,
     STORED_TOOL_CHARS,
 )
@@ -40,6 +41,7 @@ from ghostmem.records import (
     ConversationRecord,
     MessageRecord,
     clip,
+    shortened,
 )
 from ghostmem.redact import redact
 from ghostmem.text import CJK_RANGES
@@ -149,8 +151,8 @@ def scrub_json(value: Any) -> Any:
 
 def _scrubbed(record: ConversationRecord) -> ConversationRecord:
     """The record as it may be stored: the one pass that cleans and redacts every text of it (title, project,
-    source, meta, and per message its text, bounded, speaker and meta); ids are only cleaned (they are its
-    identity)."""
+    source, meta, and per message its text, bounded, speaker and meta; the title clipped and the project shortened
+    to what ghostmem keeps of them); ids are only cleaned (they are its identity)."""
     messages = [
         replace(
             m,
@@ -168,7 +170,7 @@ def _scrubbed(record: ConversationRecord) -> ConversationRecord:
         conv_id=_clean(record.conv_id),
         messages=messages,
         title=scrub(title) if title else None,
-        project=scrub(record.project) if record.project else None,
+        project=shortened(scrub(record.project), STORED_PROJECT_BYTES) if record.project else None,
         parent_conv_id=_clean(record.parent_conv_id) if record.parent_conv_id else None,
         source=scrub(record.source) if record.source else None,
         meta=scrub_json(record.meta),

@@ -17,12 +17,13 @@ from ghostmem import GhostMem, HashEmbedder
 from ghostmem.binding import Binding
 from ghostmem.cli import main
 from ghostmem.errors import GhostMemError, InvalidArgument
-from ghostmem.limits import STORED_ID_BYTES, STORED_OWNER_BYTES
+from ghostmem.limits import STORED_ID_BYTES, STORED_OWNER_BYTES, STORED_PROJECT_BYTES
 from ghostmem.mcp import Callers, add_token
 from ghostmem.records import MessageRecord
 from langchain_core.messages import HumanMessage
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langgraph.store.base import InvalidNamespaceError, PutOp
+from support.transcripts import cc, jsonl
 
 from langchain_ghostmem import GhostMemCaptureMiddleware, GhostMemStore
 
@@ -154,7 +155,9 @@ def test_an_owner_at_the_limit_beside_ids_at_theirs_fits_every_key(pg_dsn: str) 
     ]
     with GhostMem(dsn=pg_dsn, owner=owner, embedder=HashEmbedder()) as gm:
         assert (
-            gm.capture_append(conv_id, thread, platform="langchain", project=random_text(600)).messages_new
+            gm.capture_append(
+                conv_id, thread, platform="langchain", project=random_text(STORED_PROJECT_BYTES)
+            ).messages_new
             == 2
         )
         found = gm.search_personal_memory(query="restart postgres").data
@@ -170,9 +173,18 @@ def test_an_owner_at_the_limit_beside_ids_at_theirs_fits_every_key(pg_dsn: str) 
         assert gm.forget(conv_id) == [conv_id]
 
 
-def test_a_key_too_large_for_the_database_is_no_lost_connection(gm: GhostMem) -> None:
-    """A value the limits do not bound (a project of 2,700 random bytes) still overflows an index entry: it is
-    refused as a value to shorten, not reported as a lost connection to be run again."""
-    with pytest.raises(InvalidArgument, match=r"cannot hold a value this large \(index row size \d"):
-        gm.capture_append("c1", messages("hello there"), platform="langchain", project=random_text(2_700))
-    assert gm.capture_ids("langchain") == []
+def test_a_key_too_large_for_the_database_is_no_lost_connection(gm: GhostMem, tmp_path: Path) -> None:
+    """A value no limit bounds (a Claude Code summary naming a leaf by 2,700 random bytes) still overflows an index
+    entry: it is a problem of its import, reported with PostgreSQL's reason, not as a lost connection to be run
+    again, and the rest is imported."""
+    project = tmp_path / "projects" / "-repo"
+    jsonl(project / "s1.jsonl", [cc("user", "u1", None, "how do I restart postgres", sessionId="s1")])
+    jsonl(
+        project / "summaries.jsonl",
+        [{"type": "summary", "summary": "Restart", "leafUuid": random_text(2_700)}],
+    )
+    report = gm.import_paths([tmp_path / "projects"], embed=False)
+    assert len(report.problems) == 1
+    assert "summary of " in report.problems[0].reason
+    assert "index row size" in report.problems[0].reason and "connection" not in report.problems[0].reason
+    assert report.conversations_new == 1

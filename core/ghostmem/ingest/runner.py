@@ -30,9 +30,9 @@ from ghostmem.ingest import chatgpt, claude_ai, claude_code, codex, cursor, gemi
 from ghostmem.ingest.common import Item, Parsed, Problem, TitleHint
 from ghostmem.ingest.report import ImportReport
 from ghostmem.ingest.sources import Source, default_locations, iter_sources, stat_of
-from ghostmem.limits import STORED_TITLE_CHARS
+from ghostmem.limits import STORED_PATH_BYTES, STORED_TITLE_CHARS
 from ghostmem.progress import Display
-from ghostmem.records import TIERS, TITLE_FROM_SUMMARY, ConversationRecord, clip
+from ghostmem.records import TIERS, TITLE_FROM_SUMMARY, ConversationRecord, clip, shortened
 from ghostmem.store import (
     IGNORE_MARKER,
     SaveResult,
@@ -120,7 +120,7 @@ def import_paths(
         }
 
         def unchanged(key: str, size: int, mtime_ns: int) -> bool:
-            if seen.get(scrub(key)) == (size, mtime_ns):
+            if seen.get(state_key(key)) == (size, mtime_ns):
                 report.files_unchanged += 1
                 return True
             return False
@@ -153,7 +153,7 @@ def import_langchain_table(
     """
     check_tier(tier)
     report = ImportReport()
-    key = scrub(langchain_pg.source_key(from_dsn, table))
+    key = state_key(langchain_pg.source_key(from_dsn, table))
     with autocommit(conn):
         started = time.perf_counter()
         row = conn.execute(
@@ -214,7 +214,7 @@ def _import_source(
     report: ImportReport,
     tick: Callable[[int], None] | None = None,
 ) -> None:
-    key = scrub(source.key)  # a secret in a path (a token as a folder name) is not stored either
+    key = state_key(source.key)
     lock = "\x1f".join(("file", owner, tier, key))
     conn.execute("SELECT pg_advisory_lock(hashtextextended(%s, 0))", (lock,))
     try:
@@ -405,6 +405,13 @@ def _apply_hints(conn: Connection[Any], owner: str, tier: str, conv_id: str, lin
         """,
         (TITLE_FROM_SUMMARY, owner, tier, line_ids, owner, tier, conv_id, TITLE_FROM_SUMMARY),
     )
+
+
+def state_key(key: str) -> str:
+    """What ``ghostmem.import_state`` keeps of a source's key: scrubbed (a secret in a path, a token as a folder
+    name, is not stored either) and shortened beyond :data:`~ghostmem.limits.STORED_PATH_BYTES` (a deep folder's
+    path would not fit the table's key; the shortened one stays the file's own)."""
+    return shortened(scrub(key), STORED_PATH_BYTES)
 
 
 def _save_state(
