@@ -20,6 +20,7 @@ from typing import Any
 from psycopg import Connection
 from psycopg.rows import dict_row
 
+from ghostmem import store
 from ghostmem.embed import Embedder
 from ghostmem.limits import STORED_TITLE_CHARS
 from ghostmem.records import ConversationRecord, MessageRecord, Platform, clip
@@ -29,14 +30,10 @@ TIER = "personal"
 
 
 def lock_conversation(conn: Connection[Any], owner: str, conv_id: str) -> None:
-    """Serialise writers of one captured conversation until the caller's transaction ends.
-
-    Two processes appending to the same session would otherwise both read n messages and both write message n.
-    """
-    conn.execute(
-        "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
-        (f"ghostmem.capture\x1f{owner}\x1f{conv_id}",),
-    )
+    """Serialise the writers of one captured conversation until the caller's transaction ends: the lock every
+    writer of it takes (:func:`ghostmem.store.lock_conversation`), an import's too, so what the caller reads of it
+    stays true until it commits."""
+    store.lock_conversation(conn, owner, TIER, conv_id)
 
 
 def load_messages(conn: Connection[Any], owner: str, conv_id: str) -> list[MessageRecord]:
@@ -156,12 +153,30 @@ def append_messages(
     lock_conversation(conn, owner, conv_id)
     if not messages:
         return SaveResult()
-    last = _last_message(conn, owner, conv_id)
+    return _append(conn, owner, conv_id, platform, messages, _last_message(conn, owner, conv_id),
+                   embedder=embedder, title=title, project=project, ids=ids)  # fmt: skip
+
+
+def _append(
+    conn: Connection[Any],
+    owner: str,
+    conv_id: str,
+    platform: Platform,
+    messages: Sequence[MessageRecord],
+    last: tuple[int, str] | None,
+    *,
+    embedder: Embedder | None,
+    title: str | None,
+    project: str | None,
+    ids: Sequence[str] | None,
+) -> SaveResult:
+    """:func:`append_messages` after the lock, ``last`` read under it: the new messages are numbered from it, with
+    no second look at the conversation."""
     start = last[0] + 1 if last else 0
     ids = list(ids) if ids is not None else [str(start + n) for n in range(len(messages))]
     records = _stamped(messages, ids)
     record = _conversation(conv_id, platform, records, title=title, project=project, first=last is None)
-    return save_conversation(conn, owner, TIER, record, embedder=embedder, append=True)
+    return save_conversation(conn, owner, TIER, record, embedder=embedder, append=True, next_seq=start)
 
 
 def sync_messages(
@@ -186,9 +201,11 @@ def sync_messages(
     last = _last_message(conn, owner, conv_id)
     stored = last[0] + 1 if last else 0
     if last is None or (stored <= len(ids) and ids[stored - 1] == last[1]):
-        return append_messages(
-            conn, owner, conv_id, platform, messages[stored:], embedder=embedder, title=title, project=project,
-            ids=ids[stored:],
+        if stored >= len(messages):
+            return SaveResult()
+        return _append(
+            conn, owner, conv_id, platform, messages[stored:], last, embedder=embedder, title=title,
+            project=project, ids=ids[stored:],
         )  # fmt: skip
     return save_messages(
         conn, owner, conv_id, platform, messages, embedder=embedder, title=title, project=project, ids=ids

@@ -227,6 +227,19 @@ def _latest(a: datetime | None, b: datetime | None) -> datetime | None:
     return max(a, b) if a and b else a or b
 
 
+def lock_conversation(conn: Connection[Any], owner: str, tier: str, conv_id: str) -> None:
+    """Serialise the writers of one conversation (imports, live capture) until the caller's transaction ends.
+
+    Two imports of the same conversation at once take turns here, so neither duplicates nor interleaves; a capture
+    takes it before it reads the conversation's last message, so two processes appending to one session never both
+    read n messages and both write message n. Taking it again in the same transaction is free (it is the session's
+    already).
+    """
+    conn.execute(
+        "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", ("\x1f".join((owner, tier, conv_id)),)
+    )
+
+
 def save_conversation(
     conn: Connection[Any],
     owner: str,
@@ -235,6 +248,7 @@ def save_conversation(
     *,
     embedder: Embedder | None,
     append: bool = False,
+    next_seq: int | None = None,
 ) -> SaveResult:
     """Upsert one conversation and its messages in the caller's transaction.
 
@@ -245,13 +259,15 @@ def save_conversation(
         embedder: embeds new conversational text now; None leaves it for :func:`embed_pending`.
         append: the messages continue the stored conversation (an importer that read only the new lines of a
             file): they are numbered after the stored ones and never overwrite a stored message of the same id.
+        next_seq: with ``append``, the number of the first new message when the caller knows it: it read the
+            conversation's last message after taking :func:`lock_conversation` in this transaction (live capture
+            does, for its default ids), so no other writer can have added one since. None: it is asked here.
     """
     ignored = is_ignored(record)
     record = _scrubbed(record)
     _check_ids(record)
     key = (owner, tier, record.conv_id)
-    # Two imports of the same conversation at once take turns here, so neither duplicates nor interleaves.
-    conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", ("\x1f".join(key),))
+    lock_conversation(conn, *key)
     if ignored:  # what an earlier run stored of it goes, and its id is remembered: it stays ignored
         ignore(conn, owner, record.conv_id, record.platform)
         return SaveResult(skipped="ignored")
@@ -264,7 +280,7 @@ def save_conversation(
     created, updated, same = _upsert_conversation(
         conn, owner, tier, record, None if append else _fingerprint(record)
     )
-    rows = [] if same else _upsert_messages(conn, owner, tier, record, append=append)
+    rows = [] if same else _upsert_messages(conn, owner, tier, record, append=append, next_seq=next_seq)
     result = SaveResult(
         created=created,
         updated=updated or (not created and bool(rows)),
@@ -391,7 +407,13 @@ def _upsert_conversation(
 
 
 def _upsert_messages(
-    conn: Connection[Any], owner: str, tier: str, record: ConversationRecord, *, append: bool
+    conn: Connection[Any],
+    owner: str,
+    tier: str,
+    record: ConversationRecord,
+    *,
+    append: bool,
+    next_seq: int | None,
 ) -> list[tuple[int, bool, str, str]]:
     """Insert new messages, update changed ones; returns (id, created, text, role) of every row written."""
     seen: set[str] = set()
@@ -402,8 +424,8 @@ def _upsert_messages(
             messages.append(msg)
     if not messages:
         return []
-    base = 0
-    if append:
+    base = next_seq or 0
+    if append and next_seq is None:
         row = conn.execute(
             "SELECT COALESCE(max(seq) + 1, 0) FROM ghostmem.messages WHERE owner = %s AND tier = %s AND conv_id = %s",
             (owner, tier, record.conv_id),
@@ -502,6 +524,14 @@ def _message_batches(
             yield rows
 
 
+# _BY_ID: a statement that finds messages by their ids (those an append just wrote) checks their owner as
+# ``(owner = %s) IS TRUE``: the same test (owner is never NULL), but one no index takes, so the ids are read through
+# messages_pkey (id, owner), a probe each. Written ``owner = %s``, the planner could read every message of the owner
+# through an owner-leading index and filter the ids, and it does whenever its statistics have not seen the owner (a
+# new user since the last ANALYZE, a never-analyzed table): it estimates one row for them, so that scan costs what a
+# probe does. Each append then read all of a new user's messages, twice.
+
+
 def _count_added(conn: Connection[Any], owner: str, tier: str, conv_id: str, added: list[int]) -> None:
     """What :func:`_refresh_counts` would make of the conversation after an append, from the messages it added
     (``added``, their ids) and the row as it was: an append costs its own messages, whatever the conversation's
@@ -534,13 +564,13 @@ def _count_added(conn: Connection[Any], owner: str, tier: str, conv_id: str, add
                    (array_agg(left(text, 300) ORDER BY seq) FILTER (WHERE role = 'user'))[1] AS first_user,
                    (array_agg(left(text, 300) ORDER BY seq) FILTER (WHERE role = 'assistant'))[1]
                        AS first_assistant
-            FROM ghostmem.messages WHERE owner = %s AND id = ANY(%s)
+            FROM ghostmem.messages WHERE id = ANY(%s) AND (owner = %s) IS TRUE  -- by id: see _BY_ID
         ) s
         WHERE c.owner = %s AND c.tier = %s AND c.conv_id = %s
           AND (s.n > 0 OR (c.started_at IS NULL AND s.first_ts IS NOT NULL)
                OR (c.ended_at IS NULL AND s.last_ts IS NOT NULL))
         """,
-        (owner, added, owner, tier, conv_id),
+        (added, owner, owner, tier, conv_id),
     )
 
 
@@ -636,7 +666,7 @@ def embed_messages(
         UPDATE ghostmem.messages m SET embedding = c.embedding
         FROM unnest(%s::bigint[], %s::bytea[]) AS u(id, h)
         JOIN ghostmem.embedding_cache c ON c.model = %s AND c.content_hash = u.h
-        WHERE m.owner = %s AND m.id = u.id
+        WHERE m.id = u.id AND (m.owner = %s) IS TRUE  -- by id: see _BY_ID
         """,
         (ids, hashes, embedder.name, owner),
     )

@@ -4,15 +4,20 @@ recount of all its messages gives."""
 
 from __future__ import annotations
 
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from ghostmem import GhostMem
+import psycopg
+from ghostmem import GhostMem, HashEmbedder
 from ghostmem.capture import append_messages
 from ghostmem.records import ConversationRecord, MessageRecord
 from ghostmem.store import save_conversation
 from psycopg import Connection
 from support.copies import word_counts
+from support.databases import fresh_database
 
 
 def _msg(role: str, text: str, ts: datetime | None = None) -> MessageRecord:
@@ -118,3 +123,96 @@ def test_an_imported_append_without_times_fills_them_once_they_come(gm: GhostMem
     counts = _counts(gm, "imported")
     assert counts[:2] == (4, start) and counts[3] == "untimed question"
     assert counts == _recounted(gm, "imported")
+
+
+def _positions(gm: GhostMem, conv_id: str) -> list[tuple[int, str, str]]:
+    with gm.connection() as conn:
+        rows = conn.execute(
+            "SELECT seq, native_id, text FROM ghostmem.messages WHERE owner = %s AND conv_id = %s ORDER BY seq",
+            (gm.owner, conv_id),
+        ).fetchall()
+    return [(int(r[0]), str(r[1]), str(r[2])) for r in rows]
+
+
+def test_concurrent_appends_to_one_conversation_get_distinct_gapless_positions(
+    gm: GhostMem, pg_dsn: str
+) -> None:
+    """Six writers (each its own connection, as six processes) append five turns each to one conversation at once:
+    every message gets its own position, 0 to 59 without a gap, its default id is that position, and each writer's
+    messages keep their order."""
+    gm.connect()  # migrated
+
+    def writer(w: int) -> None:
+        for n in range(5):
+            with psycopg.connect(pg_dsn) as conn:
+                turn = [_msg("user", f"writer {w} question {n}"), _msg("assistant", f"writer {w} answer {n}")]
+                append_messages(conn, gm.owner, "shared", "langchain", turn, embedder=gm.embedder)
+
+    with ThreadPoolExecutor(6) as pool:
+        list(pool.map(writer, range(6)))
+    stored = _positions(gm, "shared")
+    assert [(seq, native_id) for seq, native_id, _ in stored] == [(n, str(n)) for n in range(60)]
+    for w in range(6):
+        mine = [text for _, _, text in stored if text.startswith(f"writer {w} ")]
+        assert mine == [f"writer {w} {kind} {n}" for n in range(5) for kind in ("question", "answer")]
+    assert _counts(gm, "shared") == _recounted(gm, "shared")
+
+
+def test_a_capture_waits_for_an_import_of_the_same_conversation(gm: GhostMem, pg_dsn: str) -> None:
+    """An import appending to a conversation (``append=True``, the new lines of a file) holds it until it commits; a
+    capture appending to it meanwhile waits, then numbers its messages after the imported ones: it reads where the
+    conversation ends once it holds the conversation (before, it read it first, took the id '0' the import had just
+    stored, and its message was dropped)."""
+    gm.connect()
+    imported = ConversationRecord(
+        conv_id="both",
+        platform="langchain",
+        messages=[_msg("user", "imported one"), _msg("assistant", "imported two")],
+    )
+    imported.messages[:] = [replace(m, native_id=str(n)) for n, m in enumerate(imported.messages)]
+    with psycopg.connect(pg_dsn) as importer, ThreadPoolExecutor(1) as pool:
+        save_conversation(importer, gm.owner, "personal", imported, embedder=None, append=True)
+        capture = pool.submit(gm.capture_append, "both", [_msg("user", "captured")], platform="langchain")
+        time.sleep(0.5)
+        assert not capture.done()  # waiting for the import's transaction
+        importer.commit()
+        assert capture.result(timeout=30).messages_new == 1
+    assert _positions(gm, "both") == [
+        (0, "0", "imported one"),
+        (1, "1", "imported two"),
+        (2, "2", "captured"),
+    ]
+
+
+def test_an_append_for_an_owner_the_statistics_have_not_seen_reads_only_its_own_rows(server_dsn: str) -> None:
+    """The planner's statistics know nothing of an owner who came after the last ANALYZE (a new user) nor of any
+    owner in a never-analyzed table, and estimate one row for them. An append's statements that find the messages it
+    wrote by id could then read every message of the owner through an owner-leading index (they did: 806 rows for a
+    conversation of 800, on every append). Both cases: an analyzed table that has never seen the owner, and a
+    never-analyzed one written through two pooled connections (each plans with its own view of the indexes)."""
+    with fresh_database(server_dsn, "ghostmem_unseen") as dsn:
+        with GhostMem(dsn=dsn, owner="early", embedder=HashEmbedder(), pool_min_size=2) as early:
+            with (
+                early.connection() as b,
+                early.connection() as a,
+            ):  # two pooled connections, one after the other
+                append_messages(b, "early", "short", "langchain", _turn(0), embedder=early.embedder)
+                b.commit()
+                turns = [m for n in range(400) for m in _turn(n)]
+                append_messages(a, "early", "long", "langchain", turns, embedder=early.embedder)
+                a.commit()
+                for conn in (b, a, b, a, b):
+                    for conv_id in ("short", "long", "long"):
+                        before = _rows_read(conn)
+                        append_messages(
+                            conn, "early", conv_id, "langchain", _turn(-1), embedder=early.embedder
+                        )
+                        assert _rows_read(conn) - before < 20, (conv_id, _rows_read(conn) - before)
+                        conn.commit()
+            with early.connection() as conn:
+                conn.execute("ANALYZE ghostmem.messages")
+        with GhostMem(dsn=dsn, owner="newcomer", embedder=HashEmbedder()) as newcomer:
+            newcomer.capture_append("short", _turn(0), platform="langchain")
+            newcomer.capture_append("long", [m for n in range(400) for m in _turn(n)], platform="langchain")
+            short, long = _appending_reads(newcomer, "short"), _appending_reads(newcomer, "long")
+            assert long == short and short < 20, (short, long)
