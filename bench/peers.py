@@ -195,6 +195,25 @@ def default_cases() -> list[Case]:
     ]
 
 
+def add_cases_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--cases",
+        default="",
+        help="comma-separated case labels to run (default: all: "
+        + ", ".join(c.label for c in default_cases())
+        + ")",
+    )
+
+
+def selected_cases(labels: str) -> list[Case]:
+    """The cases ``--cases`` names (comma-separated labels; every case when empty)."""
+    wanted = [label.strip() for label in labels.split(",") if label.strip()]
+    unknown = set(wanted) - {c.label for c in default_cases()}
+    if unknown:
+        raise SystemExit(f"unknown cases: {', '.join(sorted(unknown))}")
+    return [c for c in default_cases() if not wanted or c.label in wanted]
+
+
 class QueryEmbeddings(Embeddings):
     """A LangChain ``Embeddings`` over a ghostmem embedder; ``cached=True`` answers repeated queries from memory."""
 
@@ -560,7 +579,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         precomputed = PrecomputedEmbedder(embedder, dict(vectors))
         now = datetime.now(UTC)
         index = {q: i for i, q in enumerate(queries)}  # a query's project (round robin)
-        cases = [c for c in default_cases() if not args.cases or c.label in args.cases.split(",")]
+        cases = selected_cases(args.cases)
 
         lc_clock, lc_events = StatementClock(), StatementClock()
         engines: dict[str, Any] = {}  # system name suffix -> its PGEngine
@@ -943,13 +962,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.peers", description=__doc__.splitlines()[0])
     add_common_args(p, 100_000)
     p.add_argument("--k", type=int, default=10, help="results per search")
-    p.add_argument(
-        "--cases",
-        default="",
-        help="comma-separated case labels to run (default: all: "
-        + ", ".join(c.label for c in default_cases())
-        + ")",
-    )
+    add_cases_arg(p)
     p.add_argument(
         "--peers",
         default="pgvectorstore,pgvectorstore-iterative,langgraph",

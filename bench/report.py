@@ -104,7 +104,8 @@ with it): absolute times vary from run to run by a factor of two or more, ratios
 
 
 def load_results(directory: Path) -> dict[str, list[dict[str, Any]]]:
-    """Result files by bench name (``scale``, ``peers``, ``ingest``, ``reading``, ``retrieval``, ``ghost_sim``)."""
+    """Result files by bench name (``scale``, ``peers``, ``parts``, ``ingest``, ``reading``, ``retrieval``,
+    ``ghost_sim``)."""
     found: dict[str, list[dict[str, Any]]] = {}
     for path in sorted(directory.glob("*.json")):
         try:
@@ -572,6 +573,46 @@ def fairness_section(runs: list[dict[str, Any]]) -> str:
     return "\n".join(out)
 
 
+def parts_section(runs: list[dict[str, Any]]) -> str:
+    """``bench.parts``: where a hybrid search's server time goes (the statement cut after each part)."""
+    if not runs:
+        return ""
+    out = [
+        "## Where a hybrid search's time goes\n",
+        "The plan statement (with psycopg's `BEGIN`), and the main statement cut after its lexical leg, after its "
+        "vector leg, after both legs and their fusion, and whole (rows fetched and parsed), run one after the other "
+        "for each search, generic plans, committed as a search is; *end* is whole − fused of the same search: "
+        "grouping into conversations, reading the shown matches, sending and parsing the rows "
+        "(`bench/parts.py`). Wall ms p50 / p95, and in brackets the backend's CPU ms p50 (the machine's load stretches it far "
+        "less than the wall clock).\n",
+    ]
+    for r in runs:
+        out.append(f"### {r['messages']:,} messages, hybrid, k = 10\n")
+        out.append(f"Reproduce: `{r['command']}` ({_provenance(r)}).\n")
+        parts = ("plan", "lexical", "vector", "fused", "whole")
+        rows = [
+            (
+                f"{c['case']} ({c['searches']} × {c['passes']})",
+                *(_part(c["parts"][p]) for p in parts),
+                f"{c['end']['p50_ms']:.2f} / {c['end']['p95_ms']:.2f}" if c["end"]["n"] else None,
+            )
+            for c in r["cases"]
+        ]
+        head = ("case (searches × passes)", "plan round trip", "lexical leg alone", "vector leg alone",
+                "legs + fusion", "whole statement", "end (whole − fused)")  # fmt: skip
+        out.append(_table(head, rows))
+        out.append("")
+    return "\n".join(out)
+
+
+def _part(part: dict[str, Any]) -> str | None:
+    wall, cpu = part["wall"], part["cpu"]
+    if not wall["n"]:
+        return None
+    text = f"{wall['p50_ms']:.2f} / {wall['p95_ms']:.2f}"
+    return text + (f" (CPU {cpu['p50_ms']:.2f})" if cpu["n"] else "")
+
+
 def _fairness_cpu(case: dict[str, Any]) -> str | None:
     cpu = case.get("cpu_ms_per_search")
     if not cpu:  # runs before the CPU reading, or the two databases on one server
@@ -931,6 +972,7 @@ def render(results_dir: Path = RESULTS, img_dir: Path = IMG, with_plots: bool = 
     parts.append(floor_section(results.get("retrieval_floor", [])))
     parts.append(peers_section(results.get("peers", [])))
     parts.append(fairness_section(results.get("fairness", [])))
+    parts.append(parts_section(results.get("parts", [])))
     parts.append(scale_section(results.get("scale", [])))
     parts.append(ingest_section(results.get("ingest", [])))
     parts.append(store_section(results.get("store", [])))

@@ -96,6 +96,11 @@ class ServerCPU:
                 total += self._own_seconds(int(entry.name), child) + child.reaped_children
         return total
 
+    def process_seconds(self, pid: int) -> float | None:
+        """CPU seconds one process (a backend of this server) has used so far; None when it is gone."""
+        stat = self._stat(pid)
+        return None if stat is None else self._own_seconds(pid, stat)
+
     def _own_seconds(self, pid: int, stat: ProcStat) -> float:
         try:
             return int((self.proc / str(pid) / "schedstat").read_text().split()[0]) / 1e9

@@ -14,7 +14,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from bench import cli, corpus, fairness, ingest, peers, report, scale
+from bench import cli, corpus, fairness, ingest, parts, peers, report, scale
 from bench.common import throwaway_database
 
 pytestmark = pytest.mark.slow
@@ -47,6 +47,7 @@ def results(
     assert peers.main([*SMOKE, "--dsn", bench_dsn, "--json", str(out / "peers.json")]) == 0
     again = ["--cases", "days=7", "--json", str(out / "peers-again.json")]
     assert peers.main([*SMOKE, "--dsn", bench_dsn, *again]) == 0
+    assert parts.main([*SMOKE, "--dsn", bench_dsn, "--passes", "1", "--json", str(out / "parts.json")]) == 0
     fair = ["--small", "300", "--own-dsn", own_dsn, "--json", str(out / "fairness.json")]
     assert fairness.main([*SMOKE, "--dsn", bench_dsn, *fair]) == 0
     assert (
@@ -164,6 +165,78 @@ def test_timing_a_search_does_not_change_it(results: dict[str, Any], bench_dsn: 
                 assert [(h.conv_id, h.score) for h in data.rows] == [(h.conv_id, h.score) for h in plain.rows]
                 assert len(timed.statements) == len(timed.composing) >= 1
                 assert min(timed.statements) > 0 and min(timed.composing) > 0
+
+
+def test_parts_time_every_part_of_every_search(results: dict[str, Any]) -> None:
+    run = results["parts"]
+    assert [c["case"] for c in run["cases"]] == [c.label for c in peers.default_cases()]
+    for case in run["cases"]:
+        n = case["searches"] * case["passes"]
+        measured = case["parts"]
+        assert case["searches"] > 0
+        # every search has a lexical leg, fusion and an end; the plan statement runs before each of its cuts
+        for part in ("lexical", "fused", "whole"):
+            assert measured[part]["wall"]["n"] == n, (case["case"], part)
+        assert case["end"]["n"] == n
+        assert measured["plan"]["wall"]["n"] == n * 3 + measured["vector"]["wall"]["n"]
+        if run["cases"][0]["parts"]["whole"]["cpu"]["n"]:  # the suite's server runs here: the backend is read
+            assert measured["whole"]["cpu"]["n"] == n and measured["whole"]["cpu"]["p50_ms"] > 0
+    assert "## Where a hybrid search's time goes" in report.render(results["_dir"], with_plots=False)
+    assert run["command"] in report.render(results["_dir"], with_plots=False)
+
+
+def test_a_cut_runs_only_its_part_and_the_search_keeps_its_plan(
+    results: dict[str, Any], bench_dsn: str
+) -> None:
+    """bench.parts reads a part's time from the statement cut after it: the cut must run that part alone (a
+    materialised CTE nothing reads is not computed) and count what the search's leg returns; and the harness must
+    time the prepared generic plan a search runs, not a new plan each time (psycopg forgets its prepared statements
+    on ROLLBACK)."""
+    from ghostmem.args import SearchPersonalMemoryArgs
+    from ghostmem.embed import make_embedder
+    from ghostmem.search import DEPTH_PER_LEG
+
+    embedder = make_embedder("hash")
+    query = corpus.query_texts(7, 3)[1]["query"]
+    with psycopg.connect(bench_dsn) as conn:
+        found = parts.record(conn, embedder, SearchPersonalMemoryArgs(query=query, limit=10))
+        assert found is not None
+        text, params = found.main
+        assert parts.cut(text, "no_such_part") is None
+        shown = {}
+        for part, cte in parts.CUTS.items():
+            statement = parts.cut(text, cte)
+            assert statement is not None
+            with conn.cursor() as cur:
+                cur.execute(*found.plan)
+                explain = "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) " + statement
+                plan = [r[0] for r in cur.execute(explain, params).fetchall()]
+                shown[part] = cur.execute(statement, params).fetchone()[0]  # type: ignore[index]
+            conn.commit()
+            # a CTE nothing reads is planned but never executed: each cut computes its leg(s) only
+            assert _executed(plan, "lex_all") == (part != "vector"), (part, plan)
+            assert _executed(plan, "vec_scan") == (part != "lexical"), (part, plan)
+        # unfiltered, each leg contributes at most depth messages, and the vector leg exactly that many here
+        assert 0 < shown["lexical"] <= DEPTH_PER_LEG and shown["vector"] == DEPTH_PER_LEG
+        assert shown["fused"] >= max(shown["lexical"], shown["vector"])
+        # the CJK query has no vector leg: that cut does not exist
+        cjk = parts.record(conn, embedder, SearchPersonalMemoryArgs(query="会話 移行", limit=10))
+        assert cjk is not None and parts.cut(cjk.main[0], "vec") is None
+        case = parts.measure_case(conn, embedder, peers.default_cases()[0], [query], passes=8)
+        assert case["parts"]["whole"]["wall"]["n"] == 8
+        # committed, never rolled back: the whole statement stays prepared, run with its generic plan
+        rows = conn.execute(
+            "SELECT statement, generic_plans, custom_plans FROM pg_catalog.pg_prepared_statements"
+        ).fetchall()
+        whole = [r for r in rows if "best AS (" in r[0] and "vec_scan AS" in r[0]]  # the hybrid search's
+        assert len(whole) == 1 and whole[0][1] >= 3 and whole[0][2] == 0, rows
+
+
+def _executed(plan: list[str], cte: str) -> bool:
+    """Whether EXPLAIN ANALYZE's plan ran the materialised CTE ``cte`` (absent after the cut, or its node says
+    "never executed")."""
+    at = [i for i, line in enumerate(plan) if line.strip() == f"CTE {cte}"]
+    return bool(at) and "never executed" not in plan[at[0] + 1]
 
 
 def test_fairness_runs_the_small_owner_in_both_databases(
