@@ -24,6 +24,8 @@ Platform = Literal[
     "generic",
 ]
 
+PLATFORMS: tuple[str, ...] = get_args(Platform)
+
 Role = Literal["user", "assistant", "system", "tool", "tool_call", "thinking", "meta"]
 # Roles whose text is what a person said or was told: indexed and embedded by default.
 CONVERSATIONAL_ROLES: frozenset[str] = frozenset({"user", "assistant"})

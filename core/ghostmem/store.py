@@ -36,6 +36,7 @@ from ghostmem.limits import (
 )
 from ghostmem.records import (
     CONVERSATIONAL_ROLES,
+    PLATFORMS,
     TITLE_FROM_PLATFORM,
     TITLE_FROM_SUMMARY,
     ConversationRecord,
@@ -191,6 +192,16 @@ def _check_ids(record: ConversationRecord) -> None:
             )
 
 
+def _check_platform(platform: str) -> None:
+    """Refuse a platform ghostmem does not know (live capture names its own: ``platform=`` is typed, not checked,
+    and any string was stored, one the platform filter can never name, a long one failing only at the write)."""
+    if platform not in PLATFORMS:
+        raise InvalidArgument(
+            f"unknown platform {platform[:40]!r}: a conversation comes from one of {', '.join(PLATFORMS)} (an"
+            " application's own conversations are langchain, llamaindex or langgraph; generic for anything else)"
+        )
+
+
 def _bounded(msg: MessageRecord) -> str:
     limit = STORED_MESSAGE_CHARS if msg.role in CONVERSATIONAL_ROLES else STORED_TOOL_CHARS
     return msg.text if len(msg.text) <= limit else msg.text[:limit]
@@ -266,6 +277,7 @@ def save_conversation(
     ignored = is_ignored(record)
     record = _scrubbed(record)
     _check_ids(record)
+    _check_platform(record.platform)
     key = (owner, tier, record.conv_id)
     lock_conversation(conn, *key)
     if ignored:  # what an earlier run stored of it goes, and its id is remembered: it stays ignored

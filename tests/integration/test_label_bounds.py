@@ -270,3 +270,28 @@ def test_a_store_item_beyond_a_bound_is_refused_before_anything_is_written(
         assert conn.execute(
             "SELECT count(*) FROM ghostmem.store_items WHERE owner = %s", (gm.owner,)
         ).fetchone() == (0,)
+
+
+@pytest.mark.parametrize(
+    "platform", ["my-app", random_letters(3_000), "x" * 3_000], ids=["unknown", "random", "long"]
+)
+def test_a_capture_naming_a_platform_ghostmem_does_not_know_is_refused(
+    gm: GhostMem, pg_dsn: str, platform: str
+) -> None:
+    """``platform=`` is typed but was not checked: any string was stored (one the platform filter can never name,
+    3,000 repeated bytes even compressed into every key and headed each search hit whole), 3,000 random bytes failed
+    only at the write. It is refused in one sentence, before anything is written."""
+    for write in (gm.capture_append, gm.capture_replace):
+        with pytest.raises(
+            InvalidArgument, match=r"unknown platform '.*': a conversation comes from one of claude"
+        ):
+            write("c1", messages("how do I restart postgres"), platform=platform)  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgument, match="unknown platform"):
+        gm.capture_sync("c1", messages("x"), ["a"], platform=platform)  # type: ignore[arg-type]
+    with psycopg.connect(pg_dsn) as conn:
+        assert conn.execute(
+            "SELECT count(*) FROM ghostmem.messages WHERE owner = %s", (gm.owner,)
+        ).fetchone() == (0,)
+        assert conn.execute(
+            "SELECT count(*) FROM ghostmem.conversations WHERE owner = %s", (gm.owner,)
+        ).fetchone() == (0,)
