@@ -18,7 +18,7 @@ checks it): what is read is at least what is shown.
 Ids and owners are never cut (they are a conversation's, a message's and a memory's identity): an id longer than
 :data:`STORED_ID_BYTES`, an owner longer than :data:`STORED_OWNER_BYTES`, a LangGraph store item's namespace or key
 longer than :data:`STORED_NAMESPACE_BYTES` / :data:`STORED_ITEM_KEY_BYTES`, is refused. A label (a conversation's
-project, a file's path in the import state) longer than its bound is shortened by
+project, a message's speaker, a file's path in the import state) longer than its bound is shortened by
 :func:`ghostmem.records.shortened`, which keeps it distinct.
 """
 
@@ -64,6 +64,10 @@ STORED_PROJECT_BYTES = 1_000
 # import_state's (owner, tier, path): shortened the same way beyond this, so a deep folder is imported and resumed
 # like any other.
 STORED_PATH_BYTES = 1_000
+# A message's speaker (a person's name in a multi-party chat, an import line's "speaker") is in the (owner,
+# lower(speaker)) index that name hints read: shortened the same way beyond this (lower() may grow a text by half:
+# 'Ⱥ' is 2 bytes, 'ⱥ' 3).
+STORED_SPEAKER_BYTES = 1_000
 # A LangGraph store item's namespace (its labels, counted as LangGraph writes them: joined by '.') and key are its
 # identity in store_items' (owner, namespace, key), so they are refused beyond these, before anything is written.
 # A text[] spends up to 7 more bytes per label, hence a bound on labels too: 256 + (1,000 + 24 + 7 × 32) + 1,000

@@ -31,6 +31,7 @@ from ghostmem.limits import (
     STORED_ID_BYTES,
     STORED_MESSAGE_CHARS,
     STORED_PROJECT_BYTES,
+    STORED_SPEAKER_BYTES,
     STORED_TITLE_CHARS,
     STORED_TOOL_CHARS,
 )
@@ -152,15 +153,15 @@ def scrub_json(value: Any) -> Any:
 
 def _scrubbed(record: ConversationRecord) -> ConversationRecord:
     """The record as it may be stored: the one pass that cleans and redacts every text of it (title, project,
-    source, meta, and per message its text, bounded, speaker and meta; the title clipped and the project shortened
-    to what ghostmem keeps of them); ids are only cleaned (they are its identity)."""
+    source, meta, and per message its text, bounded, speaker and meta; the title clipped, the project and the
+    speakers shortened to what ghostmem keeps of them); ids are only cleaned (they are its identity)."""
     messages = [
         replace(
             m,
             native_id=_clean(m.native_id),
             text=scrub(_bounded(m)),
             raw_role=_clean(m.raw_role) if m.raw_role is not None else None,
-            speaker=scrub(m.speaker) if m.speaker is not None else None,
+            speaker=shortened(scrub(m.speaker), STORED_SPEAKER_BYTES) if m.speaker is not None else None,
             meta=scrub_json(m.meta),
         )
         for m in record.messages

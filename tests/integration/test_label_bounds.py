@@ -32,6 +32,7 @@ from ghostmem.limits import (
     STORED_OWNER_BYTES,
     STORED_PATH_BYTES,
     STORED_PROJECT_BYTES,
+    STORED_SPEAKER_BYTES,
 )
 from ghostmem.records import MessageRecord, shortened
 from langgraph.store.base import InvalidNamespaceError, PutOp
@@ -295,3 +296,38 @@ def test_a_capture_naming_a_platform_ghostmem_does_not_know_is_refused(
         assert conn.execute(
             "SELECT count(*) FROM ghostmem.conversations WHERE owner = %s", (gm.owner,)
         ).fetchone() == (0,)
+
+
+def test_a_long_speaker_is_kept_shortened_and_a_name_that_lower_grows_fits(
+    gm: GhostMem, pg_dsn: str, tmp_path: Path
+) -> None:
+    """A message's speaker is in the (owner, lower(speaker)) index: an import line naming a speaker of 3,000 random
+    bytes was refused whole ("index row size"); it is imported with the speaker shortened. A speaker at the bound
+    whose lower() grows by half ('Ⱥ' → 'ⱥ'), beside an owner at its own, fits."""
+    hostile = random_text(3_000)
+    export = jsonl(tmp_path / "speakers.jsonl", [
+        {"conv_id": "s1", "messages": [{"role": "user", "text": "who restarts postgres?", "speaker": hostile},
+                                       {"role": "assistant", "text": "Ann does", "speaker": "Bot"}]},
+    ])  # fmt: skip
+    report = gm.import_paths([export], embed=False)
+    assert report.problems == [] and report.conversations_new == 1
+    with psycopg.connect(pg_dsn) as conn:
+        speakers = [r[0] for r in conn.execute(
+            "SELECT speaker FROM ghostmem.messages WHERE owner = %s ORDER BY seq", (gm.owner,)
+        )]  # fmt: skip
+    assert speakers == [shortened(hostile, STORED_SPEAKER_BYTES), "Bot"]
+    growing = "Ⱥ" * (STORED_SPEAKER_BYTES // 2)  # U+023A, 2 bytes; its lower case U+2C65 is 3
+    assert nbytes(growing) == STORED_SPEAKER_BYTES
+    owner = random_text(STORED_OWNER_BYTES)
+    with GhostMem(dsn=pg_dsn, owner=owner, embedder=HashEmbedder()) as at_limit:
+        turn = [
+            MessageRecord(
+                native_id="m0", role="user", text="restart it", ts=datetime.now(UTC), speaker=growing
+            )
+        ]
+        assert at_limit.capture_append("c1", turn, platform="langchain").messages_new == 1
+        with psycopg.connect(pg_dsn) as conn:
+            grown = conn.execute(
+                "SELECT octet_length(lower(speaker)) FROM ghostmem.messages WHERE owner = %s", (owner,)
+            )
+            assert grown.fetchone() == (STORED_SPEAKER_BYTES * 3 // 2,)
