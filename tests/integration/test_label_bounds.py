@@ -22,6 +22,7 @@ from typing import Any
 import psycopg
 import pytest
 from ghostmem import GhostMem, HashEmbedder
+from ghostmem.args import MAX_DAYS
 from ghostmem.cli import main
 from ghostmem.errors import InvalidArgument
 from ghostmem.items import ItemWrite, write_items
@@ -331,3 +332,36 @@ def test_a_long_speaker_is_kept_shortened_and_a_name_that_lower_grows_fits(
                 "SELECT octet_length(lower(speaker)) FROM ghostmem.messages WHERE owner = %s", (owner,)
             )
             assert grown.fetchone() == (STORED_SPEAKER_BYTES * 3 // 2,)
+
+
+def test_a_summary_naming_a_leaf_by_an_overlong_id_is_a_problem_of_its_line(
+    gm: GhostMem, tmp_path: Path
+) -> None:
+    """A Claude Code summary names the last message of the session it titles; an id longer than ghostmem keeps
+    names no stored message. It failed its file's summary with PostgreSQL's "index row size" text at line 0; it is
+    a problem of its line, and the rest is imported."""
+    project = tmp_path / "projects" / "-repo"
+    jsonl(project / "s1.jsonl", [cc("user", "u1", None, "how do I restart postgres", sessionId="s1")])
+    summaries = jsonl(project / "summaries.jsonl", [
+        {"type": "summary", "summary": "Restart", "leafUuid": random_text(2_700)},
+        {"type": "summary", "summary": "Restart postgres", "leafUuid": "u1"},
+    ])  # fmt: skip
+    report = gm.import_paths([tmp_path / "projects"], embed=False)
+    assert [str(p) for p in report.problems] == [
+        f"{summaries}:1: a summary names its message by an id of 2,700 bytes, longer than the 1,000 bytes ghostmem"
+        " keeps of an id; skipped"
+    ]
+    assert report.conversations_new == 1
+    assert [r.title for r in gm.list_recent_conversations(days=MAX_DAYS).data.rows] == ["Restart postgres"]
+
+
+def test_a_project_granted_to_a_role_is_bounded_like_a_conversations(gm: GhostMem) -> None:
+    """A role's project map is keyed by (role, project): a project over the bound is refused in one sentence before
+    anything is written (3,000 random bytes failed at the write)."""
+    for project in (random_text(3_000), random_text(STORED_PROJECT_BYTES + 1)):
+        with pytest.raises(
+            InvalidArgument, match=r"bytes, longer than the 1,000 bytes ghostmem keeps of a project"
+        ):
+            gm.grant_project("postgres", project)
+    assert gm.grant_project("postgres", at_limit := random_text(STORED_PROJECT_BYTES)) == [at_limit]
+    assert gm.revoke_project("postgres") == []

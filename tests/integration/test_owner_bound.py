@@ -23,7 +23,6 @@ from ghostmem.records import MessageRecord
 from langchain_core.messages import HumanMessage
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langgraph.store.base import InvalidNamespaceError, PutOp
-from support.transcripts import cc, jsonl
 
 from langchain_ghostmem import GhostMemCaptureMiddleware, GhostMemStore
 
@@ -173,18 +172,20 @@ def test_an_owner_at_the_limit_beside_ids_at_theirs_fits_every_key(pg_dsn: str) 
         assert gm.forget(conv_id) == [conv_id]
 
 
-def test_a_key_too_large_for_the_database_is_no_lost_connection(gm: GhostMem, tmp_path: Path) -> None:
-    """A value no limit bounds (a Claude Code summary naming a leaf by 2,700 random bytes) still overflows an index
-    entry: it is a problem of its import, reported with PostgreSQL's reason, not as a lost connection to be run
-    again, and the rest is imported."""
-    project = tmp_path / "projects" / "-repo"
-    jsonl(project / "s1.jsonl", [cc("user", "u1", None, "how do I restart postgres", sessionId="s1")])
-    jsonl(
-        project / "summaries.jsonl",
-        [{"type": "summary", "summary": "Restart", "leafUuid": random_text(2_700)}],
-    )
-    report = gm.import_paths([tmp_path / "projects"], embed=False)
-    assert len(report.problems) == 1
-    assert "summary of " in report.problems[0].reason
-    assert "index row size" in report.problems[0].reason and "connection" not in report.problems[0].reason
-    assert report.conversations_new == 1
+def test_a_key_too_large_for_the_database_is_no_lost_connection(pg_dsn: str) -> None:
+    """A value no limit bounds (an application's own embedder named by 2,700 random bytes, which keys the embedding
+    cache) still overflows an index entry: it is refused as a value to shorten, not reported as a lost connection
+    to be run again, and nothing of the call is written."""
+
+    class Named(HashEmbedder):
+        @property
+        def name(self) -> str:
+            return NAME
+
+    with GhostMem(dsn=pg_dsn, owner="named", embedder=Named()) as gm:
+        with pytest.raises(InvalidArgument, match=r"cannot hold a value this large \(index row size \d"):
+            gm.capture_append("c1", messages("hello there"), platform="langchain")
+        assert gm.capture_ids("langchain") == []
+
+
+NAME = random_text(2_700)
