@@ -121,7 +121,11 @@ def test_ids_too_long_for_the_database_are_one_problem_each(gm: GhostMem, tmp_pa
     report = gm.import_paths([tmp_path], embed=False)
     assert stored(gm) == {"fine": 1, "s1": 1}
     reasons = sorted(p.reason.split(":")[0] for p in report.problems)
-    assert reasons == [f"conversation {huge[:80]}", f"summary of {huge[:80]}"]
+    assert reasons == [
+        f"a summary names its message by an id of {len(huge):,} bytes, longer than the 1,000 bytes ghostmem keeps of"
+        " an id; skipped",
+        f"conversation {huge[:80]}",
+    ]
 
 
 def test_ids_longer_than_ghostmem_keeps_are_refused_in_one_sentence_everywhere(
