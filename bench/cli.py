@@ -38,8 +38,7 @@ from ghostmem.cli import sample_exports
 from ghostmem.config import DEFAULT_EMBED_MODEL
 from ghostmem.db import EmbeddedServer
 
-from bench.common import RESULTS
-from bench.scale import command_line, provenance, write_json
+from bench.scale import provenance, run_bench
 
 logger = logging.getLogger("bench.cli")
 
@@ -172,12 +171,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--model", default=DEFAULT_EMBED_MODEL, help="embedding model ('hash' for a smoke run)")
     p.add_argument("--json", type=Path, default=None)
-    args = p.parse_args(argv)
-    args.command = command_line("cli", argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
-    payload = run(args)
-    out: Path = args.json or RESULTS / "cli.json"
-    write_json(out, payload)
+    payload, out = run_bench(p, argv, "cli", run, lambda *_: "cli.json")
     s, r, py, mcp = payload["search"], payload["recent"], payload["python_pass"], payload["mcp"]
     print(f"\ncold commands, {s['runs']} runs each (median, min–max)")
     print(f"  ghostmem search   {s['median_s']:6.2f} s  ({s['min_s']}–{s['max_s']})")

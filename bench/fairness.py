@@ -38,21 +38,19 @@ from ghostmem.db import prepare
 from ghostmem.embed import make_embedder
 
 from bench import corpus
-from bench.common import RESULTS
 from bench.peers import Case, default_cases
 from bench.scale import (
     PrecomputedEmbedder,
     add_common_args,
     bench_database,
-    command_line,
     default_home,
     ensure_corpus,
     open_database,
     provenance,
+    run_bench,
     server_side,
     summarise,
     write_corpus,
-    write_json,
 )
 from bench.server_cpu import ServerCPU
 
@@ -203,12 +201,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--own-dsn", default=None, help="the small owner's own database (instead of --own-home)")
     p.add_argument("--passes", type=int, default=3, help="timed passes over the queries (each query in both)")
-    args = p.parse_args(argv)
-    args.command = command_line("fairness", argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
-    payload = run(args)
-    out: Path = args.json or RESULTS / f"fairness-{args.messages}-{args.small}.json"
-    write_json(out, payload)
+    _, out = run_bench(
+        p, argv, "fairness", run, lambda args, _: f"fairness-{args.messages}-{args.small}.json"
+    )
     print(f"\nwrote {out}")
     return 0
 

@@ -48,8 +48,8 @@ from ghostmem.embed import (
 )
 
 from bench import corpus
-from bench.common import RESULTS, server, throwaway_database, write_generic_jsonl
-from bench.scale import command_line, provenance, server_settings, write_json
+from bench.common import server, throwaway_database, write_generic_jsonl
+from bench.scale import provenance, run_bench, server_settings
 
 logger = logging.getLogger("bench.ingest")
 
@@ -258,12 +258,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--model", default=DEFAULT_EMBED_MODEL, help="embedding model ('hash' for a smoke run)")
     p.add_argument("--queries", type=int, default=50, help="query texts timed one at a time per engine")
     p.add_argument("--sample", type=int, default=1000, help="texts for the thread sweep and the cosine check")
-    args = p.parse_args(argv)
-    args.command = command_line("ingest", argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
-    payload = run(args)
-    out: Path = args.json or RESULTS / f"ingest-{payload['messages']}.json"
-    write_json(out, payload)
+    payload, out = run_bench(p, argv, "ingest", run, lambda _, payload: f"ingest-{payload['messages']}.json")
     lex, emb, base = payload["lexical_only"], payload["with_embeddings"], payload["baseline_encode"]
     print(f"\n{payload['messages']:,} messages ({payload['embeddable_texts']:,} embeddable)")
     print(f"  import, lexical only     {lex['messages_per_s']:10.1f} msg/s  ({lex['wall_s']} s)")

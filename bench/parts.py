@@ -36,7 +36,6 @@ import re
 import sys
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -49,16 +48,14 @@ from ghostmem.search import search_personal_memory
 from psycopg.rows import dict_row
 
 from bench import corpus
-from bench.common import RESULTS
 from bench.peers import Case, add_cases_arg, selected_cases
 from bench.scale import (
     add_common_args,
     bench_database,
-    command_line,
     ensure_corpus,
     provenance,
+    run_bench,
     summarise,
-    write_json,
 )
 from bench.server_cpu import ServerCPU
 
@@ -222,12 +219,7 @@ def main(argv: list[str] | None = None) -> int:
     add_common_args(p, 100_000)
     p.add_argument("--passes", type=int, default=3, help="timed passes over each case's queries")
     add_cases_arg(p)
-    args = p.parse_args(argv)
-    args.command = command_line("parts", argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
-    payload = run(args)
-    out: Path = args.json or RESULTS / f"parts-{args.messages}.json"
-    write_json(out, payload)
+    _, out = run_bench(p, argv, "parts", run, lambda args, _: f"parts-{args.messages}.json")
     print(f"\nwrote {out}")
     return 0
 

@@ -87,7 +87,6 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -98,18 +97,16 @@ from langchain_core.embeddings import Embeddings
 from psycopg import sql
 
 from bench import corpus
-from bench.common import RESULTS
 from bench.scale import (
     WARM_UP_CALLS,
     PrecomputedEmbedder,
     add_common_args,
     bench_database,
-    command_line,
     ensure_corpus,
     provenance,
+    run_bench,
     summarise,
     timed_run,
-    write_json,
 )
 from bench.server_cpu import ServerCPU
 
@@ -970,12 +967,7 @@ def main(argv: list[str] | None = None) -> int:
         "pgvector's iterative scan), langgraph",
     )
     p.add_argument("--rebuild-peers", action="store_true", help="copy and index the peers' tables again")
-    args = p.parse_args(argv)
-    args.command = command_line("peers", argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
-    payload = run(args)
-    out: Path = args.json or RESULTS / f"peers-{args.messages}.json"
-    write_json(out, payload)
+    _, out = run_bench(p, argv, "peers", run, lambda args, _: f"peers-{args.messages}.json")
     print(f"\nwrote {out}")
     return 0
 

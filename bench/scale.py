@@ -757,6 +757,25 @@ def write_json(path: Path, payload: dict[str, Any]) -> None:
     path.write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
+def run_bench(
+    p: argparse.ArgumentParser,
+    argv: Sequence[str] | None,
+    script: str,
+    run: Callable[[argparse.Namespace], dict[str, Any]],
+    results_name: Callable[[argparse.Namespace, dict[str, Any]], str],
+) -> tuple[dict[str, Any], Path]:
+    """A bench's command line: parse its arguments (``args.command`` is the command that reproduces the run), run
+    it with its progress logged to stderr, and write its results to ``--json`` or ``bench/results/`` under
+    ``results_name(args, payload)``. Returns the results and where they went."""
+    args = p.parse_args(argv)
+    args.command = command_line(script, argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
+    payload = run(args)
+    out: Path = args.json or RESULTS / results_name(args, payload)
+    write_json(out, payload)
+    return payload, out
+
+
 def git_commit() -> str:
     try:
         return subprocess.run(
