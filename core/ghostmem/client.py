@@ -29,7 +29,7 @@ from psycopg_pool import AsyncConnectionPool, ConnectionPool
 from pydantic import BaseModel
 
 from ghostmem import db
-from ghostmem.config import Settings
+from ghostmem.config import Settings, checked_embedder_name
 from ghostmem.context import OpContext, checked_owner
 from ghostmem.db.loops import LoopPools
 from ghostmem.db.replica import AsyncStandby, Missed, Standby
@@ -114,6 +114,8 @@ class _Base:
         self._embedder: Embedder | None = (
             embedder if embedder is not None and not isinstance(embedder, str) else None
         )
+        if self._embedder is not None:  # a name given as a string was checked with the settings
+            checked_embedder_name(self._embedder.name)
         self.context = OpContext(
             owner=self.settings.owner,
             current_project=current_project,

@@ -27,6 +27,7 @@ import platformdirs
 
 from ghostmem.context import checked_owner
 from ghostmem.errors import InvalidArgument
+from ghostmem.limits import STORED_EMBEDDER_NAME_BYTES
 
 DEFAULT_EMBED_MODEL = "all-MiniLM-L6-v2"
 DEFAULT_OWNER = "default"
@@ -73,6 +74,7 @@ class Settings:
 
     def __post_init__(self) -> None:
         checked_owner(self.owner)
+        checked_embedder_name(self.embed_model)
         size = len(self.runtime_role.encode("utf-8", "surrogatepass"))
         if size > ROLE_NAME_BYTES:
             raise InvalidArgument(
@@ -122,6 +124,30 @@ class Settings:
             read_wait=wait,
             read_retry=retry,
         )
+
+
+def checked_embedder_name(name: str) -> str:
+    """``name`` (an embedder's), when PostgreSQL can store and key it; else one sentence.
+
+    Every text an embedder embeds is kept in ``ghostmem.embedding_cache`` under its name and the text's hash, so a
+    name too long for that key (some 2,700 random bytes) failed at the first embedding with PostgreSQL's "index row
+    size" text: after an import had written its conversations, after a re-embedding had dropped every vector. Every
+    way an embedder comes in calls it before anything is written with it: the settings (``GhostMem(embedder="name")``,
+    ``GHOSTMEM_EMBED_MODEL``), an application's own embedder (``GhostMem(embedder=...)``, so every adapter's
+    ``embedder=``) and a re-embedding (``GhostMem.reembed``, ``ghostmem reembed --model``).
+    """
+    if "\x00" in name:
+        raise InvalidArgument(
+            f"the embedder's name {name[:40]!r} contains a NUL character (\\x00): remove it"
+        )
+    size = len(name.encode("utf-8", "surrogatepass"))
+    if size > STORED_EMBEDDER_NAME_BYTES:
+        raise InvalidArgument(
+            f"the embedder's name {name[:40]!r}… is {size:,} bytes, longer than the "
+            f"{STORED_EMBEDDER_NAME_BYTES:,} bytes ghostmem keeps of an embedder's name (it keys the embedding "
+            "cache): name it by its model's hub name, a shorter path to its files, or a shorter name of your own"
+        )
+    return name
 
 
 def normalize_dsn(dsn: Any) -> str | None:

@@ -17,7 +17,8 @@ checks it): what is read is at least what is shown.
 
 Ids and owners are never cut (they are a conversation's, a message's and a memory's identity): an id longer than
 :data:`STORED_ID_BYTES`, an owner longer than :data:`STORED_OWNER_BYTES`, a LangGraph store item's namespace or key
-longer than :data:`STORED_NAMESPACE_BYTES` / :data:`STORED_ITEM_KEY_BYTES`, is refused. A label (a conversation's
+longer than :data:`STORED_NAMESPACE_BYTES` / :data:`STORED_ITEM_KEY_BYTES`, is refused, and so is an embedder's name
+longer than :data:`STORED_EMBEDDER_NAME_BYTES` (it says which model made a vector). A label (a conversation's
 project, a message's speaker, a file's path in the import state) longer than its bound is shortened by
 :func:`ghostmem.records.shortened`, which keeps it distinct.
 """
@@ -75,6 +76,11 @@ STORED_SPEAKER_BYTES = 1_000
 STORED_NAMESPACE_BYTES = 1_000
 STORED_NAMESPACE_LABELS = 32
 STORED_ITEM_KEY_BYTES = 1_000
+# An embedder's name (its ``name``: a model's hub name or path, ``hash``, or what an application's own embedder calls
+# itself) keys ghostmem.embedding_cache with a text's hash, so every text it embeds is written under it: refused
+# beyond this where the embedder is configured (ghostmem.config.checked_embedder_name), before anything is written. It
+# says which model made a vector and the application chooses it, so it is never shortened. A hub name or a path fits.
+STORED_EMBEDDER_NAME_BYTES = 1_000
 
 # -- read: what a statement fetches of each message ------------------------------------------------------------------
 READ_THREAD_CHARS = 20_000  # get_conversation

@@ -17,7 +17,7 @@ from typing import Any
 from psycopg import Connection, sql
 
 from ghostmem import db, maintenance
-from ghostmem.config import DEFAULT_RUNTIME_ROLE
+from ghostmem.config import DEFAULT_RUNTIME_ROLE, checked_embedder_name
 from ghostmem.db import migrate as migrations
 from ghostmem.embed import Embedder
 from ghostmem.errors import GhostMemError, translated
@@ -74,8 +74,10 @@ def _vector_indexes(conn: Connection[Any]) -> list[tuple[str, str, str]]:
 def reembed(dsn: str, embedder: Embedder, runtime_role: str = DEFAULT_RUNTIME_ROLE) -> dict[str, Any]:
     """Switch the database at ``dsn`` to ``embedder`` and embed everything again; returns what was done.
 
-    ``GhostMem.reembed`` and ``ghostmem reembed --model`` call this.
+    ``GhostMem.reembed`` and ``ghostmem reembed --model`` call this. An embedder whose name the embedding cache
+    cannot key is refused before anything changes (it would fail after every vector was dropped).
     """
+    checked_embedder_name(embedder.name)
     db.prepare(dsn, _stored_dims(dsn), embedder.name, runtime_role)  # current schema, old dimension
     with translated(), db.connect(dsn, autocommit=True) as conn:
         conn.execute("SELECT pg_advisory_lock(%s)", (migrations.MIGRATION_LOCK,))

@@ -5,7 +5,10 @@ with PostgreSQL's "index row size ... exceeds btree version 4 maximum 2704":
   of a file (its path) are labels: beyond STORED_PROJECT_BYTES / STORED_PATH_BYTES they are kept shortened
   (ghostmem.records.shortened), so a capture or an import loses nothing for them;
 * a LangGraph store item's namespace and key are its identity: beyond STORED_NAMESPACE_BYTES /
-  STORED_NAMESPACE_LABELS / STORED_ITEM_KEY_BYTES they are refused in one sentence, before anything is written.
+  STORED_NAMESPACE_LABELS / STORED_ITEM_KEY_BYTES they are refused in one sentence, before anything is written;
+* an embedder's name keys the embedding cache and says which model made a vector: beyond
+  STORED_EMBEDDER_NAME_BYTES it is refused in one sentence where the embedder is configured (the client, the
+  environment, the command line, every adapter's ``embedder=``, a re-embedding), before anything is written.
 
 Each is tried the way a hostile or careless caller would: 3,000 random bytes (incompressible, so a key holds every
 byte), one byte over in multi-byte characters and in ASCII, and exactly at the bound beside an owner at its own.
@@ -15,18 +18,22 @@ from __future__ import annotations
 
 import json
 import random
+import re
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
-from ghostmem import GhostMem, HashEmbedder
+from ghostmem import AsyncGhostMem, GhostMem, HashEmbedder
 from ghostmem.args import MAX_DAYS
+from ghostmem.binding import Binding
 from ghostmem.cli import main
 from ghostmem.errors import InvalidArgument
 from ghostmem.items import ItemWrite, write_items
 from ghostmem.limits import (
+    STORED_EMBEDDER_NAME_BYTES,
     STORED_ITEM_KEY_BYTES,
     STORED_NAMESPACE_BYTES,
     STORED_NAMESPACE_LABELS,
@@ -37,9 +44,13 @@ from ghostmem.limits import (
 )
 from ghostmem.records import MessageRecord, shortened
 from langgraph.store.base import InvalidNamespaceError, PutOp
+from support.conversations import conversation, import_generic
+from support.databases import fresh_database
+from support.embedders import Renamed
 from support.transcripts import cc, jsonl
 
-from langchain_ghostmem import GhostMemStore
+from langchain_ghostmem import GhostMemRetriever, GhostMemStore
+from llama_index_ghostmem import GhostMemChatStore
 
 RANDOM = random.Random(23)
 LETTERS = "abcdefghijklmnopqrstuvwxyz"
@@ -365,3 +376,129 @@ def test_a_project_granted_to_a_role_is_bounded_like_a_conversations(gm: GhostMe
             gm.grant_project("postgres", project)
     assert gm.grant_project("postgres", at_limit := random_text(STORED_PROJECT_BYTES)) == [at_limit]
     assert gm.revoke_project("postgres") == []
+
+
+NAMES_TOO_LONG = {
+    "3,000 random bytes": random_text(3_000),
+    "one byte over, multi-byte": random_text(STORED_EMBEDDER_NAME_BYTES + 1),
+    "one byte over, ASCII": "/models/" + "m" * (STORED_EMBEDDER_NAME_BYTES - 7),
+}
+
+
+@pytest.fixture(scope="module")
+def embedded(server_dsn: str) -> Iterator[str]:
+    """A database of its own holding an embedded conversation: a re-embedding changes the whole database."""
+    with fresh_database(server_dsn, "ghostmem_embedder") as dsn:
+        with GhostMem(dsn=dsn, owner="embedded", embedder=HashEmbedder()) as gm:
+            gm.capture_append(
+                "c1", messages("how do I restart postgres", "with pg_ctl"), platform="langchain"
+            )
+        yield dsn
+
+
+def vectors_and_model(dsn: str) -> tuple[Any, ...]:
+    """What a re-embedding changes: the vectors, the model the settings name, the cache, the vector indexes."""
+    with psycopg.connect(dsn) as conn:
+        return tuple(
+            conn.execute(query).fetchone()
+            for query in (
+                "SELECT count(*) FROM ghostmem.messages WHERE embedding IS NOT NULL",
+                "SELECT value FROM ghostmem.settings WHERE key = 'embed_model'",
+                "SELECT count(*), max(octet_length(model)) FROM ghostmem.embedding_cache",
+                "SELECT count(*) FROM pg_indexes WHERE indexdef LIKE '%hnsw%'",
+            )
+        )
+
+
+@pytest.mark.parametrize("hostile", list(NAMES_TOO_LONG.values()), ids=list(NAMES_TOO_LONG))
+def test_an_embedder_named_longer_than_ghostmem_keeps_is_refused_where_it_is_configured(
+    gm: GhostMem,
+    pg_dsn: str,
+    embedded: str,
+    hostile: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """An embedder's name keys the embedding cache: 3,000 random bytes failed at the first embedding with
+    PostgreSQL's "index row size" text, after an import had written its conversations, or after a re-embedding had
+    dropped every vector. It is refused in one sentence wherever an embedder comes in, before anything is written."""
+    said = (
+        f"is {nbytes(hostile):,} bytes, longer than the 1,000 bytes ghostmem keeps of an embedder's name (it keys "
+        "the embedding cache): name it by"
+    )
+    refused = re.escape(said)
+    gm.migrate()  # the schema exists, so "nothing written" can be checked
+    # the client: an application's own embedder, a model's name, the environment; sync and async
+    for given in (Renamed(hostile), hostile):
+        for client in (GhostMem, AsyncGhostMem):
+            with pytest.raises(InvalidArgument, match=refused):
+                client(dsn=pg_dsn, owner="named", embedder=given)
+    with monkeypatch.context() as env:
+        env.setenv("GHOSTMEM_EMBED_MODEL", hostile)
+        with pytest.raises(InvalidArgument, match=refused):
+            GhostMem(dsn=pg_dsn, owner="named")
+        # the command line: one sentence on stderr, nothing imported
+        export = jsonl(tmp_path / "g.jsonl", [
+            {"conv_id": "c1", "messages": [{"role": "user", "text": "how do I restart postgres"}]},
+        ])  # fmt: skip
+        capsys.readouterr()
+        assert main(["import", "--dsn", pg_dsn, "--owner", "named", str(export)]) != 0
+        err = capsys.readouterr().err
+        assert said in err and "Traceback" not in err and "index row size" not in err
+    # the adapters: each builds its store with the embedder it is given
+    for adapter in (Binding, GhostMemStore, GhostMemRetriever, GhostMemChatStore):
+        with pytest.raises(InvalidArgument, match=refused):
+            adapter(pg_dsn, owner="named", embedder=Renamed(hostile))
+    with psycopg.connect(pg_dsn) as conn:
+        assert conn.execute(
+            "SELECT count(*) FROM ghostmem.conversations WHERE owner = 'named'"
+        ).fetchone() == (0,)
+        assert conn.execute(
+            "SELECT count(*) FROM ghostmem.embedding_cache WHERE octet_length(model) > %s",
+            (STORED_EMBEDDER_NAME_BYTES,),
+        ).fetchone() == (0,)
+    # a re-embedding, by the client and the command line, changes nothing (it dropped every vector first)
+    before = vectors_and_model(embedded)
+    assert before[0] == (2,) and before[1] == ("hash",) and before[3][0] > 0  # type: ignore[index]
+    with GhostMem(dsn=embedded, owner="embedded", embedder=HashEmbedder()) as store:
+        with pytest.raises(InvalidArgument, match=refused):
+            store.reembed(Renamed(hostile))
+        with pytest.raises(InvalidArgument, match=refused):
+            store.reembed(hostile)
+        assert store.embedder.name == "hash"
+    capsys.readouterr()
+    assert main(["reembed", "--dsn", embedded, "--model", hostile]) != 0
+    err = capsys.readouterr().err
+    assert said in err and "Traceback" not in err
+    assert vectors_and_model(embedded) == before
+
+
+def test_an_embedder_name_with_a_nul_is_refused(pg_dsn: str) -> None:
+    """PostgreSQL's text holds no NUL: such a name failed at the first embedding; it is refused where it comes in."""
+    for given in (Renamed("my-model\x00v2"), "my-model\x00v2"):
+        with pytest.raises(InvalidArgument, match=r"the embedder's name 'my-model\\x00v2' contains a NUL"):
+            GhostMem(dsn=pg_dsn, embedder=given)
+
+
+def test_an_embedder_named_at_the_bound_imports_and_finds_by_meaning(
+    pg_dsn: str, owner: str, tmp_path: Path
+) -> None:
+    """A name of exactly STORED_EMBEDDER_NAME_BYTES random bytes (multi-byte, incompressible) keys every cached
+    vector, and an import embeds with it and a search by meaning finds what it embedded."""
+    name = random_text(STORED_EMBEDDER_NAME_BYTES)
+    assert nbytes(name) == STORED_EMBEDDER_NAME_BYTES
+    with GhostMem(dsn=pg_dsn, owner=owner, embedder=Renamed(name)) as gm:
+        import_generic(gm, tmp_path / "c.jsonl", [
+            conversation("pg", "Postgres", 1, ["autovacuum keeps running on the orders table", "tune it"]),
+            conversation("cats", "Cats", 2, ["which food do cats like", "cats love fish"]),
+        ])  # fmt: skip
+        found = gm.search_personal_memory("cats fish", mode="vector").data.rows
+        assert [row.conv_id for row in found][:1] == ["cats"]
+    with psycopg.connect(pg_dsn) as conn:
+        assert conn.execute(
+            "SELECT count(*) FROM ghostmem.messages WHERE owner = %s AND embedding IS NOT NULL", (owner,)
+        ).fetchone() == (4,)
+        assert conn.execute(
+            "SELECT count(*) FROM ghostmem.embedding_cache WHERE model = %s", (name,)
+        ).fetchone() == (4,)

@@ -20,9 +20,11 @@ from ghostmem.errors import GhostMemError, InvalidArgument
 from ghostmem.limits import STORED_ID_BYTES, STORED_OWNER_BYTES, STORED_PROJECT_BYTES
 from ghostmem.mcp import Callers, add_token
 from ghostmem.records import MessageRecord
+from ghostmem.store import embed_messages
 from langchain_core.messages import HumanMessage
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langgraph.store.base import InvalidNamespaceError, PutOp
+from support.embedders import Renamed
 
 from langchain_ghostmem import GhostMemCaptureMiddleware, GhostMemStore
 
@@ -172,20 +174,30 @@ def test_an_owner_at_the_limit_beside_ids_at_theirs_fits_every_key(pg_dsn: str) 
         assert gm.forget(conv_id) == [conv_id]
 
 
-def test_a_key_too_large_for_the_database_is_no_lost_connection(pg_dsn: str) -> None:
-    """A value no limit bounds (an application's own embedder named by 2,700 random bytes, which keys the embedding
-    cache) still overflows an index entry: it is refused as a value to shorten, not reported as a lost connection
-    to be run again, and nothing of the call is written."""
+def test_a_key_too_large_for_the_database_is_no_lost_connection(gm: GhostMem) -> None:
+    """Every value in a key is bounded where it comes in. Should one still overflow an index entry (here an embedder
+    named by 2,700 random bytes, which keys the embedding cache, handed straight to the core write path, past the
+    check where a store is configured), it is refused as a value to shorten, not reported as a lost connection to
+    be run again; nothing of the call's transaction is written, and the store goes on serving."""
+    gm.capture_append("c1", messages("hello there"), platform="langchain")
 
-    class Named(HashEmbedder):
-        @property
-        def name(self) -> str:
-            return NAME
+    def embedded() -> int:
+        with gm.connection() as conn:
+            found = conn.execute(
+                "SELECT count(embedding) FROM ghostmem.messages WHERE owner = %s", (gm.owner,)
+            ).fetchone()
+        return int(found[0])  # type: ignore[index]
 
-    with GhostMem(dsn=pg_dsn, owner="named", embedder=Named()) as gm:
-        with pytest.raises(InvalidArgument, match=r"cannot hold a value this large \(index row size \d"):
-            gm.capture_append("c1", messages("hello there"), platform="langchain")
-        assert gm.capture_ids("langchain") == []
-
-
-NAME = random_text(2_700)
+    assert embedded() == 1
+    with (
+        pytest.raises(InvalidArgument, match=r"cannot hold a value this large \(index row size \d"),
+        gm.connection() as conn,
+    ):
+        rows = conn.execute(
+            "UPDATE ghostmem.messages SET embedding = NULL WHERE owner = %s RETURNING id, text", (gm.owner,)
+        ).fetchall()
+        embed_messages(conn, gm.owner, Renamed(random_text(2_700)), rows)
+    assert embedded() == 1
+    assert [row.conv_id for row in gm.search_personal_memory("hello there", mode="vector").data.rows] == [
+        "c1"
+    ]

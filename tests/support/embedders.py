@@ -15,3 +15,15 @@ class CountingEmbedder(HashEmbedder):
     def embed_query(self, text: str) -> list[float]:
         self.texts.append(text)
         return super().embed_query(text)
+
+
+class Renamed(HashEmbedder):
+    """The hash embedder under a name of the test's choosing, as an application's own embedder names itself."""
+
+    def __init__(self, name: str, dim: int = 384) -> None:
+        super().__init__(dim)
+        self._name = name
+
+    @property
+    def name(self) -> str:
+        return self._name
