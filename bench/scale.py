@@ -95,15 +95,50 @@ def default_home(messages: int) -> Path:
     return Path(os.environ.get("TMPDIR", "/tmp")) / f"ghostmem-bench-{messages}"
 
 
+PREWARM_WAIT_S = 600.0  # the longest a bench waits for a server's cache to be read back after its start
+PREWARM_APPEARS_S = 3.0  # how long after a start the autoprewarm worker may take to appear
+
+
 def open_database(dsn: str | None, home: Path) -> tuple[str, EmbeddedServer | None]:
-    """The DSN to use: ``dsn`` as given, or a dedicated embedded server under ``home`` (started if needed)."""
+    """The DSN to use: ``dsn`` as given, or a dedicated embedded server under ``home`` (started if needed, and warm:
+    see :func:`wait_for_prewarm`)."""
     if dsn:
         return dsn, None
     server = EmbeddedServer(home)
     status = server.start()
     found = status.dsn()
     assert found is not None
+    wait_for_prewarm(found)
     return found, server
+
+
+def wait_for_prewarm(dsn: str, timeout_s: float = PREWARM_WAIT_S) -> float:
+    """Wait until a server just started has read its cache back; the seconds waited.
+
+    The embedded server loads ``pg_prewarm``, whose autoprewarm worker reads back after a start every page the cache
+    held (ghostmem.db.server). For a bench store that is gigabytes: at a million messages about 6 s in which the
+    server's I/O workers keep both cores of a small machine busy. A bench timing searches at once would time that
+    read beside its first case (bench.fairness's unfiltered case ran entirely inside it, its server CPU per search
+    5–7× the searches' own), so every bench server is opened warm. The worker is launched about half a second
+    after the start: it is looked for during :data:`PREWARM_APPEARS_S`, then waited for until it has finished.
+    """
+    start = time.monotonic()
+    seen = False
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        while True:
+            row = conn.execute(
+                "SELECT count(*) FROM pg_catalog.pg_stat_activity WHERE backend_type = 'autoprewarm worker'"
+            ).fetchone()
+            running = bool(row and row[0])
+            seen = seen or running
+            waited = time.monotonic() - start
+            if not running and (seen or waited > PREWARM_APPEARS_S):
+                if seen:
+                    logger.info("the server read its cache back in %.1f s", waited)
+                return waited
+            if waited > timeout_s:
+                raise RuntimeError(f"the server was still reading its cache back after {timeout_s:.0f} s")
+            time.sleep(0.2)
 
 
 def tune_server(dsn: str, maintenance_work_mem: str, workers: int) -> dict[str, str]:

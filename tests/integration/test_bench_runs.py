@@ -319,3 +319,34 @@ def test_report_renders_every_result_with_its_command(results: dict[str, Any], t
     assert f"{results['peers']['cases'][0]['systems']['ghostmem hybrid']['server']['p50_ms']:.2f}" in text
     assert (tmp_path / "img" / "bench-peers.png").stat().st_size > 1000
     assert (tmp_path / "img" / "bench-scale.png").stat().st_size > 1000
+
+
+def test_a_bench_server_is_opened_with_its_cache_read_back(embedded_home: Path) -> None:
+    """After a restart the embedded server reads its cache back (pg_prewarm); a bench must not time searches beside
+    that read, so ``open_database`` returns once it is over: every page the cache held is a hit, none is read."""
+    from ghostmem.db import EmbeddedServer
+
+    server = EmbeddedServer(embedded_home)
+    dsn = server.start().dsn()
+    assert dsn is not None
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(
+            "CREATE TABLE warm AS SELECT g AS id, repeat('x', 200) AS pad FROM generate_series(1, 200000) g"
+        )
+        conn.execute("SELECT count(*) FROM warm")
+    server.stop()  # the autoprewarm leader writes down the cached pages at shutdown
+    try:
+        dsn, opened = scale.open_database(None, embedded_home)
+        assert opened is not None
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            running = conn.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'autoprewarm worker'"
+            ).fetchone()
+            assert running == (0,)
+            plan = "\n".join(
+                str(r[0])
+                for r in conn.execute("EXPLAIN (ANALYZE, BUFFERS) SELECT count(*) FROM warm").fetchall()
+            )
+        assert "shared hit=" in plan and "read=" not in plan, plan
+    finally:
+        EmbeddedServer(embedded_home).stop()
