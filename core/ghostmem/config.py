@@ -27,7 +27,7 @@ import platformdirs
 
 from ghostmem.context import checked_owner
 from ghostmem.errors import InvalidArgument
-from ghostmem.limits import STORED_EMBEDDER_NAME_BYTES
+from ghostmem.limits import STORED_EMBEDDER_NAME_BYTES, utf8_bytes
 
 DEFAULT_EMBED_MODEL = "all-MiniLM-L6-v2"
 DEFAULT_OWNER = "default"
@@ -75,7 +75,7 @@ class Settings:
     def __post_init__(self) -> None:
         checked_owner(self.owner)
         checked_embedder_name(self.embed_model)
-        size = len(self.runtime_role.encode("utf-8", "surrogatepass"))
+        size = utf8_bytes(self.runtime_role)
         if size > ROLE_NAME_BYTES:
             raise InvalidArgument(
                 f"the runtime role name {self.runtime_role[:40]!r}… is {size} bytes, longer than the "
@@ -140,7 +140,7 @@ def checked_embedder_name(name: str) -> str:
         raise InvalidArgument(
             f"the embedder's name {name[:40]!r} contains a NUL character (\\x00): remove it"
         )
-    size = len(name.encode("utf-8", "surrogatepass"))
+    size = utf8_bytes(name)
     if size > STORED_EMBEDDER_NAME_BYTES:
         raise InvalidArgument(
             f"the embedder's name {name[:40]!r}… is {size:,} bytes, longer than the "

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 
 from ghostmem.errors import InvalidArgument
-from ghostmem.limits import STORED_OWNER_BYTES
+from ghostmem.limits import STORED_OWNER_BYTES, utf8_bytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,7 +42,7 @@ def checked_owner(owner: str) -> str:
     ``--owner``, ``GHOSTMEM_OWNER``), an operation's context (so a call's ``user_id`` through the tools, the
     middleware or MCP), live capture's ``owner=``, the LangGraph store's namespaces and the MCP tokens file.
     """
-    size = len(owner.encode("utf-8", "surrogatepass"))
+    size = utf8_bytes(owner)
     if size > STORED_OWNER_BYTES:
         raise InvalidArgument(
             f"the owner {owner[:40]!r}… is {size:,} bytes, longer than the {STORED_OWNER_BYTES:,} bytes ghostmem "

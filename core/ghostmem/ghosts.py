@@ -30,7 +30,7 @@ from ghostmem.db import vector
 from ghostmem.db.roles import operator
 from ghostmem.embed import Embedder
 from ghostmem.errors import DatabaseUnavailable, InvalidArgument, NotFound
-from ghostmem.limits import STORED_PROJECT_BYTES
+from ghostmem.limits import STORED_PROJECT_BYTES, utf8_bytes
 from ghostmem.models import FeedbackResult, GhostList, GhostMemoryRow, MemoryChange, RememberResult
 from ghostmem.program import Embed, Program, Query, Row
 from ghostmem.redact import redact
@@ -239,7 +239,7 @@ def fill_memory_words(conn: Connection[Any], owner: str) -> int:
 def grant_project(conn: Connection[Any], role: str, project: str) -> list[str]:
     """Operator: let the login role ``role`` claim ``project``; once a role has a map, claims outside it are
     refused by the server. Returns every project the role may now claim."""
-    if (size := len(project.encode("utf-8", "surrogatepass"))) > STORED_PROJECT_BYTES:
+    if (size := utf8_bytes(project)) > STORED_PROJECT_BYTES:
         raise InvalidArgument(
             f"the project {project[:40]!r}… is {size:,} bytes, longer than the {STORED_PROJECT_BYTES:,} bytes ghostmem"
             " keeps of a project in a role's map: grant a shorter name"

@@ -27,7 +27,7 @@ from psycopg.types.json import Jsonb
 from ghostmem.db import vector
 from ghostmem.embed import Embedder
 from ghostmem.errors import InvalidArgument
-from ghostmem.limits import STORED_ITEM_KEY_BYTES, STORED_NAMESPACE_BYTES, STORED_NAMESPACE_LABELS
+from ghostmem.limits import STORED_ITEM_KEY_BYTES, STORED_NAMESPACE_BYTES, STORED_NAMESPACE_LABELS, utf8_bytes
 from ghostmem.search import HNSW_EF_SEARCH, MAX_QUERY_TERMS, NO_JIT, RRF_K, relevance, vector_weight
 from ghostmem.store import embeddable
 
@@ -83,7 +83,7 @@ def checked_namespace(namespace: Sequence[str]) -> None:
             f"The namespace has {len(namespace):,} labels, more than the {STORED_NAMESPACE_LABELS} ghostmem keeps"
             " (it is the item's key): use fewer labels."
         )
-    size = len(".".join(namespace).encode("utf-8", "surrogatepass"))
+    size = utf8_bytes(".".join(namespace))
     if size > STORED_NAMESPACE_BYTES:
         raise InvalidArgument(
             f"The namespace {'.'.join(namespace)[:40]!r}… is {size:,} bytes, longer than the"
@@ -95,7 +95,7 @@ def checked_namespace(namespace: Sequence[str]) -> None:
 def checked_key(key: str) -> None:
     """Refuse an item key longer than :data:`~ghostmem.limits.STORED_ITEM_KEY_BYTES` bytes (it is never cut: a cut
     key would merge distinct items)."""
-    size = len(key.encode("utf-8", "surrogatepass"))
+    size = utf8_bytes(key)
     if size > STORED_ITEM_KEY_BYTES:
         raise InvalidArgument(
             f"The item key {key[:40]!r}… is {size:,} bytes, longer than the {STORED_ITEM_KEY_BYTES:,} bytes"

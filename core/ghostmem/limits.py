@@ -25,6 +25,13 @@ project, a message's speaker, a file's path in the import state) longer than its
 
 from __future__ import annotations
 
+
+def utf8_bytes(text: str) -> int:
+    """How many bytes ``text`` takes in UTF-8, as every byte bound below is counted (a lone surrogate counts as the
+    three bytes it would take, so a value is measured before anything cleans it)."""
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
 # -- stored: what the write path keeps -------------------------------------------------------------------------------
 # User and assistant text (also what the lexical index reads of it: ghostmem.lexemes in migration 020 cuts at the
 # same 200,000, a tsvector being limited to 1 MB).

@@ -34,6 +34,7 @@ from ghostmem.limits import (
     STORED_SPEAKER_BYTES,
     STORED_TITLE_CHARS,
     STORED_TOOL_CHARS,
+    utf8_bytes,
 )
 from ghostmem.records import (
     CONVERSATIONAL_ROLES,
@@ -185,7 +186,7 @@ def _check_ids(record: ConversationRecord) -> None:
     ids = [("conversation id", record.conv_id), ("parent conversation id", record.parent_conv_id or "")]
     ids += [("message id", m.native_id) for m in record.messages]
     for what, value in ids:
-        size = len(value.encode("utf-8"))
+        size = utf8_bytes(value)
         if size > STORED_ID_BYTES:
             raise InvalidArgument(
                 f"the {what} {value[:40]!r}… is {size:,} bytes, longer than the {STORED_ID_BYTES:,} bytes ghostmem "

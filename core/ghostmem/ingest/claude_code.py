@@ -35,7 +35,7 @@ from ghostmem.ingest.common import (
     shape_problem,
 )
 from ghostmem.ingest.sources import CLAUDE_CODE_TYPES, Source
-from ghostmem.limits import STORED_ID_BYTES
+from ghostmem.limits import STORED_ID_BYTES, utf8_bytes
 from ghostmem.records import TITLE_FROM_PLATFORM, TITLE_FROM_PROMPT, MessageRecord, Role
 
 _MESSAGE_TYPES = frozenset({"user", "assistant", "system"})
@@ -132,9 +132,7 @@ def _line(number: int, obj: Any, file: _File, convs: dict[str, _Conversation]) -
     if kind == "summary":
         summary, leaf = obj.get("summary"), obj.get("leafUuid")
         if leaf and isinstance(leaf, str | int) and isinstance(summary, str) and summary.strip():
-            if (
-                size := len(str(leaf).encode("utf-8", "surrogatepass"))
-            ) > STORED_ID_BYTES:  # names no stored message
+            if (size := utf8_bytes(str(leaf))) > STORED_ID_BYTES:  # names no stored message
                 return Problem(file.label, number, f"a summary names its message by an id of {size:,} bytes, longer"
                                f" than the {STORED_ID_BYTES:,} bytes ghostmem keeps of an id; skipped")  # fmt: skip
             return TitleHint(str(leaf), summary)
