@@ -683,3 +683,42 @@ def test_owners_named_alike_or_with_quotes_keep_their_own_words(pg_dsn: str, tmp
             assert [
                 r.conv_id for r in gm.search_personal_memory("quarterly ledger", mode="lexical").data.rows
             ] == [f"c{i}"]
+
+
+def test_a_project_is_matched_literally_by_every_scan_and_leg(
+    gm: GhostMem, owner: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A project filter is a literal, case-insensitive substring of the project or of the conversation's title, in
+    every mode and whichever scan the vector leg takes (its exact and quantized scans list the owner's matching
+    projects from the counts, the HNSW scan and the lexical leg check each row): `%`, `_` and a backslash match
+    only themselves (as wildcards they would match every conversation), the longest project the argument takes
+    (200 four-byte characters) names nothing and is no error, a project stored shortened (longer than 1,000
+    bytes) is found by its start, and another owner's conversation of the same project never comes back."""
+    said = ["deploy plan for the release", "the deploy plan is ready"]
+    hostile = "/src/100%_Done\\x"
+    deep = "/src/" + "deep/" * 400  # 2,005 bytes: stored shortened (limits.STORED_PROJECT_BYTES)
+    convs = [
+        conversation("pct", "plain", 1, said, hostile),
+        conversation("titled", "review of 100%_done\\X", 2, said, "/src/other"),
+        conversation("long", "plain too", 3, said, deep),
+        *[conversation(f"c{i}", f"talk {i}", 1 + i, said, f"/src/alpha{i}") for i in range(12)],
+    ]
+    import_generic(gm, tmp_path / "mine.jsonl", convs)
+    with GhostMem(dsn=gm.dsn, owner=f"{owner}-mallory", embedder=HashEmbedder()) as mallory:
+        import_generic(mallory, tmp_path / "hers.jsonl", [conversation("m", hostile, 1, said, hostile)])
+    expected = {
+        "%": {"pct", "titled"},
+        "_": {"pct", "titled"},
+        "\\": {"pct", "titled"},
+        "100%_done\\x": {"pct", "titled"},
+        "0%": {"pct", "titled"},
+        "\U0001d518" * 200: set(),
+        deep[:200]: {"long"},
+        "ALPHA1": {"c1", "c10", "c11"},
+    }
+    for scan in ("exact", "quantized", "hnsw"):
+        monkeypatch.setattr(search, "vector_scan", lambda *_, scan=scan: scan)
+        for mode in ("lexical", "hybrid", "vector"):
+            for project, wanted in expected.items():
+                result = gm.search_personal_memory("deploy plan", project=project, mode=mode, limit=20)
+                assert {r.conv_id for r in result.data.rows} == wanted, (scan, mode, project)
