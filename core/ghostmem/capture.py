@@ -124,13 +124,12 @@ def save_messages(
 
 
 def _last_message(conn: Connection[Any], owner: str, conv_id: str) -> tuple[int, str] | None:
-    """(seq, native_id) of the conversation's last message (one index probe, whatever its length)."""
+    """(seq, native_id) of the conversation's last message: one descent of the conversation's index, whatever its
+    length and whatever the planner knows of the owner (migration 147)."""
     row = conn.execute(
-        "SELECT seq, native_id FROM ghostmem.messages WHERE owner = %s AND tier = %s AND conv_id = %s"
-        " ORDER BY seq DESC LIMIT 1",
-        (owner, TIER, conv_id),
+        "SELECT seq, native_id FROM ghostmem.conversation_end(%s, %s, %s)", (owner, TIER, conv_id)
     ).fetchone()
-    return (int(row[0]), str(row[1])) if row else None
+    return (int(row[0]), str(row[1])) if row and row[0] is not None else None
 
 
 def append_messages(

@@ -274,7 +274,8 @@ def save_conversation(
             file): they are numbered after the stored ones and never overwrite a stored message of the same id.
         next_seq: with ``append``, the number of the first new message when the caller knows it: it read the
             conversation's last message after taking :func:`lock_conversation` in this transaction (live capture
-            does, for its default ids), so no other writer can have added one since. None: it is asked here.
+            does, for its default ids), so no other writer can have added one since. None: it is read here with
+            the conversation's row, after this function took the lock.
     """
     ignored = is_ignored(record)
     record = _scrubbed(record)
@@ -291,9 +292,11 @@ def save_conversation(
     ).fetchone()
     if row is not None:
         return SaveResult(skipped="ignored" if row[0] == "ignore" else "forgotten")
-    created, updated, same = _upsert_conversation(
-        conn, owner, tier, record, None if append else _fingerprint(record)
+    created, updated, same, end = _upsert_conversation(
+        conn, owner, tier, record, None if append else _fingerprint(record), end=append and next_seq is None
     )
+    if next_seq is None:
+        next_seq = end
     rows = [] if same else _upsert_messages(conn, owner, tier, record, append=append, next_seq=next_seq)
     result = SaveResult(
         created=created,
@@ -359,22 +362,30 @@ def ignore(conn: Connection[Any], owner: str, conv_id: str, platform: str | None
 
 
 def _upsert_conversation(
-    conn: Connection[Any], owner: str, tier: str, record: ConversationRecord, fingerprint: str | None
-) -> tuple[bool, bool, bool]:
-    """(created, updated, same messages) — the row is written only when something in it changes.
+    conn: Connection[Any],
+    owner: str,
+    tier: str,
+    record: ConversationRecord,
+    fingerprint: str | None,
+    *,
+    end: bool,
+) -> tuple[bool, bool, bool, int]:
+    """(created, updated, same messages, next seq) — the row is written only when something in it changes.
 
     ``fingerprint`` digests the record's messages (None for an appended chunk): when the stored one is equal, the
-    messages are known to be stored as they are and need not be upserted again.
+    messages are known to be stored as they are and need not be upserted again. ``end``: the next seq is read with
+    the row (the number after the conversation's last message, 0 for a new one), else it is 0.
     """
     marks = {"fingerprint": fingerprint} if fingerprint else {}
     title = record.title
     rank = int(record.meta.get("title_rank", TITLE_FROM_PLATFORM if title else 0))
-    old = conn.execute(
-        "SELECT title, project, parent_conv_id, started_at, ended_at, source, meta FROM ghostmem.conversations"
-        " WHERE owner = %s AND tier = %s AND conv_id = %s",
-        (owner, tier, record.conv_id),
+    row = conn.execute(
+        "SELECT title, project, parent_conv_id, started_at, ended_at, source, meta,"
+        " CASE WHEN %s THEN (ghostmem.conversation_end(owner, tier, conv_id)).seq END"
+        " FROM ghostmem.conversations WHERE owner = %s AND tier = %s AND conv_id = %s",
+        (end, owner, tier, record.conv_id),
     ).fetchone()
-    if old is None:
+    if row is None:
         conn.execute(
             """
             INSERT INTO ghostmem.conversations
@@ -387,7 +398,9 @@ def _upsert_conversation(
                 Jsonb({**record.meta, **marks, "title_rank": rank if title else 0}),
             ),
         )  # fmt: skip
-        return True, False, False
+        return True, False, False, 0
+    old = tuple(row[:7])
+    next_seq = 0 if row[7] is None else int(row[7]) + 1
     old_title, old_project, old_parent, old_start, old_end, old_source, old_meta = old
     same = fingerprint is not None and old_meta.get("fingerprint") == fingerprint
     if fingerprint is None:  # appended messages: the stored ones no longer match any whole-record digest
@@ -402,8 +415,8 @@ def _upsert_conversation(
         old_source or record.source,  # the same conversation read from a copy elsewhere is no change
         {**old_meta, **record.meta, **marks, "title_rank": new_rank},
     )
-    if new == tuple(old):
-        return False, False, same
+    if new == old:
+        return False, False, same, next_seq
     conn.execute(
         """
         UPDATE ghostmem.conversations SET title = %s, project = %s, parent_conv_id = %s, started_at = %s,
@@ -417,7 +430,7 @@ def _upsert_conversation(
             "UPDATE ghostmem.messages SET project = %s WHERE owner = %s AND tier = %s AND conv_id = %s",
             (new[1], owner, tier, record.conv_id),
         )
-    return False, True, same
+    return False, True, same, next_seq
 
 
 def _upsert_messages(
@@ -427,9 +440,12 @@ def _upsert_messages(
     record: ConversationRecord,
     *,
     append: bool,
-    next_seq: int | None,
+    next_seq: int,
 ) -> list[tuple[int, bool, str, str]]:
-    """Insert new messages, update changed ones; returns (id, created, text, role) of every row written."""
+    """Insert new messages, update changed ones; returns (id, created, text, role) of every row written.
+
+    ``next_seq``: with ``append``, the number of the first new message (the record's messages are numbered from 0
+    otherwise)."""
     seen: set[str] = set()
     messages = []
     for msg in record.messages:
@@ -438,13 +454,7 @@ def _upsert_messages(
             messages.append(msg)
     if not messages:
         return []
-    base = next_seq or 0
-    if append and next_seq is None:
-        row = conn.execute(
-            "SELECT COALESCE(max(seq) + 1, 0) FROM ghostmem.messages WHERE owner = %s AND tier = %s AND conv_id = %s",
-            (owner, tier, record.conv_id),
-        ).fetchone()
-        base = int(row[0]) if row else 0
+    base = next_seq if append else 0
     texts = [m.text for m in messages]
     conflict = (
         "DO NOTHING"
@@ -562,14 +572,11 @@ def _count_added(conn: Connection[Any], owner: str, tier: str, conv_id: str, add
             ended_at = COALESCE(c.ended_at, s.last_ts),
             first_snippet = CASE
                 WHEN c.first_snippet IS NULL THEN COALESCE(s.first_user, s.first_assistant)
-                -- ordered by seq, so that it walks the conversation's (owner, tier, conv_id, seq) index from
-                -- its start (an EXISTS may be planned over the owner's messages instead)
-                WHEN s.first_user IS NOT NULL AND (
-                    SELECT m.seq FROM ghostmem.messages m
-                    WHERE m.owner = c.owner AND m.tier = c.tier AND m.conv_id = c.conv_id AND m.seq < s.first_seq
-                      AND m.role = 'user'
-                    ORDER BY m.seq LIMIT 1
-                ) IS NULL THEN s.first_user
+                -- walks the conversation's (owner, tier, conv_id, seq) index from its start (migration 147: a
+                -- plain statement may be planned over the owner's messages instead)
+                WHEN s.first_user IS NOT NULL
+                     AND ghostmem.first_user_message(c.owner, c.tier, c.conv_id, s.first_seq) IS NULL
+                    THEN s.first_user
                 ELSE c.first_snippet
             END
         FROM (

@@ -12,7 +12,7 @@ from typing import Any
 
 import psycopg
 from ghostmem import GhostMem, HashEmbedder
-from ghostmem.capture import append_messages
+from ghostmem.capture import append_messages, sync_messages
 from ghostmem.records import ConversationRecord, MessageRecord
 from ghostmem.store import save_conversation
 from psycopg import Connection
@@ -216,3 +216,59 @@ def test_an_append_for_an_owner_the_statistics_have_not_seen_reads_only_its_own_
             newcomer.capture_append("long", [m for n in range(400) for m in _turn(n)], platform="langchain")
             short, long = _appending_reads(newcomer, "short"), _appending_reads(newcomer, "long")
             assert long == short and short < 20, (short, long)
+
+
+def _imported(conv_id: str, n: int) -> ConversationRecord:
+    """An importer's append: one new line of the conversation's file."""
+    line = MessageRecord(native_id=f"line-{n}", role="user", text=f"imported line {n}")
+    return ConversationRecord(conv_id=conv_id, platform="langchain", messages=[line])
+
+
+def test_where_a_conversation_ends_is_read_from_its_own_index_entries_whatever_the_planner_knows(
+    server_dsn: str,
+) -> None:
+    """Where a conversation ends (live capture's last message, an importer's append) and whether its user spoke
+    before (its first snippet) are read from the conversation's own entries of its (owner, tier, conv_id, seq)
+    index. In a never-analyzed table the planner estimates one row for any owner, so the owner's (owner, tier,
+    native_id) index and a sort of that one row cost the same, and the lower index won: with conversation ids of 200
+    characters (conv_seq a level taller than native_id), every capture append read all 3,000 messages of the owner,
+    twice. Each connection also charges an index by the height it last saw: one that had seen the indexes as one page
+    read all of the owner's messages on its second look at where a conversation ends (cap.md's case, through
+    capture_sync, which writes nothing when nothing is new)."""
+    long_ids = [f"{n:03d}-" + "thread" * 33 for n in range(30)]
+    with (
+        fresh_database(server_dsn, "ghostmem_end") as dsn,
+        GhostMem(dsn=dsn, owner="early", embedder=HashEmbedder(), pool_min_size=2) as early,
+        early.connection() as b,
+        early.connection() as a,  # two pooled connections
+    ):
+        synced = [*_turn(0), *_turn(1)]
+        append_messages(b, "early", "short", "langchain", _turn(0), embedder=None)
+        sync_messages(b, "early", "synced", "langchain", synced, ["0", "1", "2", "3"], embedder=None)
+        b.commit()  # b has planned against one-page indexes
+        for conv_id in long_ids:
+            append_messages(
+                a, "early", conv_id, "langchain", [m for n in range(50) for m in _turn(n)], embedder=None
+            )
+        a.commit()
+        for n in range(8):  # b, a, b, a...: each writes to both conversations
+            conn = (b, a)[n % 2]
+            for conv_id in ("short", long_ids[0]):
+                before = _rows_read(conn)
+                sync_messages(
+                    conn, "early", "synced", "langchain", synced, ["0", "1", "2", "3"], embedder=None
+                )
+                append_messages(conn, "early", conv_id, "langchain", _turn(n), embedder=None)
+                save_conversation(
+                    conn, "early", "personal", _imported(conv_id, n), embedder=None, append=True
+                )
+                assert _rows_read(conn) - before < 30, (n, conv_id, _rows_read(conn) - before)
+                conn.commit()
+        written = 3000 + 2 + 4 + 2 * 8 * 3
+        assert b.execute("SELECT count(*) FROM ghostmem.messages").fetchone() == (written,)
+        never_analyzed = b.execute("SELECT reltuples FROM pg_class WHERE oid = 'ghostmem.messages'::regclass")
+        assert never_analyzed.fetchone() == (-1,)
+        short = _positions(early, "short")
+        assert [seq for seq, _, _ in short] == list(range(2 + 8 * 3))
+        assert [text for _, _, text in short][2:5] == [*(m.text for m in _turn(0)), "imported line 0"]
+        assert [text for _, _, text in _positions(early, "synced")] == [m.text for m in synced]
