@@ -116,8 +116,9 @@ def labelled(
     if row.tier != "personal":
         facts.append(f"{row.tier} tier")
     about = [row.topic or "no topic yet"]
-    if row.cluster is not None:
-        about.append(f"cluster {row.cluster}")
+    cluster = f"cluster {row.cluster}"
+    if row.cluster is not None and row.topic != cluster:  # a cluster no words name is its own topic (enrich)
+        about.append(cluster)
     if row.intensity is not None:
         about.append(f"intensity {row.intensity:.2f}")
     fields = [

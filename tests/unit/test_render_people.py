@@ -50,6 +50,13 @@ def test_a_row_is_labelled_fields_in_local_time_with_the_zone(tokyo: None) -> No
     )
 
 
+def test_a_cluster_named_by_no_words_is_said_once() -> None:
+    """A cluster whose conversations share no distinctive word is its own topic ('cluster 3'): the demo showed
+    'topic:   cluster 3 · cluster 3 · intensity 0.19'."""
+    text = render.conversation_list(ConversationList(rows=[row(topic="cluster 3")]), READER)
+    assert "  topic:   cluster 3 · intensity 0.46" in text.splitlines()
+
+
 def test_no_line_is_a_wall_of_values(tokyo: None) -> None:
     hit = SearchHit.model_validate({**row().model_dump(), "score": 0.77, "matches": []})
     text = render.search_result(SearchResult(query="login", rows=[hit]), READER)
