@@ -44,6 +44,7 @@ def ghostmem_tool(spec: OpSpec[Any, Any], binding: Binding) -> FunctionTool:
         )
 
     def fn(ctx: Context | None = None, **arguments: Any) -> BaseModel | ToolOutput:
+        ctx, arguments = _workflow_context(ctx, arguments)
         try:
             context = async_to_sync(caller_context)(binding, ctx) if ctx is not None else None
             return binding.run(spec, arguments, context).data
@@ -51,6 +52,7 @@ def ghostmem_tool(spec: OpSpec[Any, Any], binding: Binding) -> FunctionTool:
             return failure(arguments, exc)
 
     async def async_fn(ctx: Context | None = None, **arguments: Any) -> BaseModel | ToolOutput:
+        ctx, arguments = _workflow_context(ctx, arguments)
         try:
             return (await binding.arun(spec, arguments, await caller_context(binding, ctx))).data
         except GhostMemError as exc:
@@ -73,6 +75,16 @@ def ghostmem_tool(spec: OpSpec[Any, Any], binding: Binding) -> FunctionTool:
         callback=callback,
         partial_params={"ctx": None},  # a call outside an agent (tool.call(...)) has no workflow Context
     )
+
+
+def _workflow_context(ctx: Any, arguments: dict[str, Any]) -> tuple[Context | None, dict[str, Any]]:
+    """The run's workflow ``Context`` and the model's arguments. An agent passes its Context as ``ctx`` after the
+    model's arguments; a caller that passes a model's arguments as they come (``tool.call(**args)``) may pass one
+    named ``ctx`` that is not a Context: it is the model's, and is refused as any argument the operation does not
+    take (it reached ``ctx.store`` and raised AttributeError)."""
+    if ctx is None or isinstance(ctx, Context):
+        return ctx, arguments
+    return None, {**arguments, "ctx": ctx}
 
 
 async def caller_context(binding: Binding, ctx: Context | None) -> OpContext:

@@ -146,6 +146,12 @@ async def test_one_spec_serves_many_owners_in_parallel_by_the_runs_context(gm: G
     # the model cannot name an owner: no such argument
     claimed = await search.acall(query="", user_id=owners[0])
     assert claimed.is_error and "user_id: Extra inputs are not permitted" in claimed.content
+    # nor hand a context of its own: a model's argument named ctx (passed on as it came, outside an agent) is
+    # refused as any other; it reached ctx.store and raised AttributeError (test_fuzz found it)
+    for forged in ("x", {"store": {"user_id": owners[0]}}, [owners[0]]):
+        for output in (search.call(query="", ctx=forged), await search.acall(query="", ctx=forged)):
+            assert output.is_error and output.raw_output is None, output
+            assert output.content.startswith("invalid arguments for search_ghost_memories: ctx: Extra inputs")
     bad = Context(agent)
     await bad.store.set("user_id", ["not", "an", "id"])
     refused = await search.acall(query="", ctx=bad)
