@@ -387,6 +387,13 @@ def test_no_default_location_is_one_clear_problem(
     monkeypatch.delenv("APPDATA", raising=False)
     report = gm.import_paths(None)
     assert not report.ok and "no conversations found" in report.problems[0].reason
+    # Claude Code installed, never used: its folder exists and holds nothing (it said nothing: an empty table)
+    (tmp_path / ".claude" / "projects" / "-home-me-app").mkdir(parents=True)
+    report = gm.import_paths(None)
+    assert not report.ok and [str(p) for p in report.problems] == [
+        "(default locations): no conversations found in ~/.claude/projects (the usual places that exist here;"
+        " give paths to import)"
+    ]
     claude = tmp_path / "elsewhere"
     shutil.copytree(FIXTURES / "claude_code", claude)
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(claude))

@@ -104,11 +104,6 @@ def import_paths(
     check_tier(tier)
     report = ImportReport()
     targets = [Path(p).expanduser() for p in paths] if paths is not None else default_locations()
-    if paths is None and not targets:
-        report.problems.append(
-            Problem("(default locations)", 0, "no conversations found: ~/.claude/projects, ~/.codex/sessions, "
-                    "~/.gemini/tmp and Cursor's storage do not exist here (give paths to import)")
-        )  # fmt: skip
     with autocommit(conn):
         started = time.perf_counter()
         seen = {
@@ -130,6 +125,8 @@ def import_paths(
             report.problems.append(problem)
 
         sources = list(iter_sources(targets, skipped, unchanged))
+        if paths is None and not sources and not report.files_unchanged and not report.problems:
+            report.problems.append(Problem("(default locations)", 0, _nothing_found(targets)))
         with (display or Display()).bar("importing", len(sources), "files") as bar:
             for source in sources:
                 label = f"importing {source.platform} {source.path.name}"[:60]
@@ -142,6 +139,17 @@ def import_paths(
                 bar.advance(1)
         _done(conn, owner, tier, report, started)
     return report
+
+
+def _nothing_found(looked: Sequence[Path]) -> str:
+    """Why a discovering import read nothing: the usual places do not exist, or those that do hold no
+    conversation (a platform installed but never used)."""
+    usual = "~/.claude/projects, ~/.codex/sessions, ~/.gemini/tmp and Cursor's storage"
+    if not looked:
+        return f"no conversations found: {usual} do not exist here (give paths to import)"
+    home = Path.home()
+    where = ", ".join(f"~/{p.relative_to(home)}" if p.is_relative_to(home) else str(p) for p in looked)
+    return f"no conversations found in {where} (the usual places that exist here; give paths to import)"
 
 
 def import_langchain_table(
