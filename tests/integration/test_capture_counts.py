@@ -272,3 +272,22 @@ def test_where_a_conversation_ends_is_read_from_its_own_index_entries_whatever_t
         assert [seq for seq, _, _ in short] == list(range(2 + 8 * 3))
         assert [text for _, _, text in short][2:5] == [*(m.text for m in _turn(0)), "imported line 0"]
         assert [text for _, _, text in _positions(early, "synced")] == [m.text for m in synced]
+
+
+def test_where_a_conversation_ends_is_read_from_ghostmem_whatever_the_session_shadows(gm: GhostMem) -> None:
+    """The two functions of migration 147 name ghostmem's table when they are created (SQL-standard bodies), so a
+    session's temp table called messages, first on its search_path and saying the conversation ends at 999, is never
+    what they read; and the sorting they disable stays disabled for their own statement only."""
+    gm.capture_append("real", _turn(0), platform="langchain")
+    with gm.connection() as conn:
+        conn.execute("CREATE TEMP TABLE messages ON COMMIT DROP AS SELECT * FROM ghostmem.messages WHERE owner = %s",
+                     (gm.owner,))  # fmt: skip
+        conn.execute("UPDATE pg_temp.messages SET seq = seq + 998, native_id = 'forged' || seq")
+        conn.execute("SET LOCAL search_path = pg_temp, ghostmem, public")
+        assert conn.execute("SELECT max(seq) FROM messages").fetchone() == (999,)
+        append_messages(conn, gm.owner, "real", "langchain", _turn(1), embedder=None)
+        assert conn.execute("SHOW enable_sort").fetchone() == ("on",)
+    assert [(seq, native_id) for seq, native_id, _ in _positions(gm, "real")] == [
+        (n, str(n)) for n in range(4)
+    ]
+    assert _counts(gm, "real") == _recounted(gm, "real")
