@@ -56,7 +56,8 @@ class SearchHit(ConversationRow):
 
 class ConversationList(_Model):
     """Conversations active in the last ``days``. When none is, ``before`` holds the most recent ones before that
-    window and ``widen_to`` the window that would list them (history imported from long ago is not hidden)."""
+    window, then those without a time, and ``widen_to`` the window that would list those with one (None when none
+    has): history imported from long ago, or without times, is not hidden."""
 
     rows: list[ConversationRow]
     days: int | None = None

@@ -181,12 +181,22 @@ def conversation_list(result: ConversationList, reader: Reader = FOR_MODELS) -> 
         )
     window = f"{result.days} day{'s' if result.days != 1 else ''}"
     shown = len(result.before)
-    head = reader.words.say(
-        f"No conversations active in the last {window}. The "
-        f"{'most recent one' if shown == 1 else f'{shown} most recent'} before that, newest first (`",
-        Arg("days", value=result.widen_to),
-        "` lists them):",
-    )
+    if result.widen_to is None:  # none of them has a time: no window lists them
+        its = "its messages" if shown == 1 else "their messages"
+        head = (
+            f"No conversations active in the last {window}. "
+            f"{'One conversation has' if shown == 1 else f'{shown} conversations have'} no time (none of {its}"
+            " carries one):"
+        )
+    else:
+        untimed = any(r.ended_at is None for r in result.before)
+        head = reader.words.say(
+            f"No conversations active in the last {window}. The "
+            f"{'most recent one' if shown == 1 else f'{shown} most recent'} before that, newest first"
+            f"{', those without a time last' if untimed else ''} (`",
+            Arg("days", value=result.widen_to),
+            f"` lists {'those with one' if untimed else 'them'}):",
+        )
     return _bounded([head, *(conversation_row(r, reader) for r in result.before)])
 
 

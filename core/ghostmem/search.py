@@ -963,20 +963,22 @@ def _list(
     )
     if rows:
         return ConversationList(rows=[_conversation_row(r) for r in rows], days=days)
-    # days since each ended, rounded up past the next whole day: `days` = that lists it
+    # days since each ended, rounded up past the next whole day: `days` = that lists it. A conversation none of
+    # whose messages has a time is in no window: it comes after those that have one (or it would never be listed:
+    # a project imported without times said "No conversations match")
     since = sql.SQL("floor(extract(epoch FROM now() - c.ended_at) / 86400)::int + 1 AS days_since")
     before = yield Query(
         statement.format(
-            columns=sql.SQL(", ").join([_ROW_COLUMNS, since]),
-            where=sql.SQL(" AND ").join([*parts, sql.SQL("c.ended_at IS NOT NULL")]),
+            columns=sql.SQL(", ").join([_ROW_COLUMNS, since]), where=sql.SQL(" AND ").join(parts)
         ),
         {**params, "limit": min(limit, BEFORE_SHOWN)},
     )
+    timed = [r["days_since"] for r in before if r["days_since"] is not None]
     return ConversationList(
         rows=[],
         days=days,
         before=[_conversation_row(r) for r in before],
-        widen_to=min(MAX_DAYS, max(r["days_since"] for r in before)) if before else None,
+        widen_to=min(MAX_DAYS, max(timed)) if timed else None,
     )
 
 

@@ -67,16 +67,24 @@ def test_project_is_a_case_insensitive_substring_of_title_or_project(store: Ghos
 
 def test_old_history_is_shown_when_the_default_window_is_empty(gm: GhostMem, tmp_path: Path) -> None:
     """History imported from long ago: recent (2 days) and project (14 days) say their window is empty, show the
-    most recent conversations before it, and name the window that lists them; that window does."""
+    most recent conversations before it, and name the window that lists them; that window does. Conversations none
+    of whose messages has a time come after them (no window lists them)."""
     old = [
         conversation(f"old-{n}", f"Thread {n}", 400 + 10 * n, ["what we said", "and answered"], "acme/shop")
         for n in range(7)
     ]
-    import_generic(gm, tmp_path / "history.jsonl", [*old, conversation("timeless", "No time", 0, ["x", "y"])])
-    with gm.connection() as conn:  # a conversation without any time is never in a window, nor among these
+    undated = [
+        conversation("timeless", "No time", 0, ["x", "y"]),
+        conversation("undated", "Thread 6 again", 0, ["z"]),
+    ]
+    import_generic(gm, tmp_path / "history.jsonl", [*old, *undated])
+    with (
+        gm.connection() as conn
+    ):  # a conversation without any time is never in a window; it comes after these
         conn.execute(
-            "UPDATE ghostmem.conversations SET started_at = NULL, ended_at = NULL WHERE owner = %s AND conv_id = %s",
-            (gm.owner, "timeless"),
+            "UPDATE ghostmem.conversations SET started_at = NULL, ended_at = NULL WHERE owner = %s"
+            " AND conv_id IN ('timeless', 'undated')",
+            (gm.owner,),
         )
     for result in (gm.list_recent_conversations(), gm.list_project_conversations("shop")):
         data = result.data
@@ -112,6 +120,18 @@ def test_old_history_is_shown_when_the_default_window_is_empty(gm: GhostMem, tmp
         "no-such-project"
     )  # filters hold for what is shown before the window
     assert nothing.data.before == [] and nothing.text.startswith("No conversations match.")
+    # a project imported without times (a generic export, an app's log) was never listed: "No conversations match"
+    timeless = gm.list_project_conversations("no time")
+    assert [r.conv_id for r in timeless.data.before] == ["timeless"] and timeless.data.widen_to is None
+    assert timeless.text.splitlines()[0] == (
+        "No conversations active in the last 14 days. One conversation has no time (none of its messages carries one):"
+    )
+    mixed = gm.list_project_conversations("thread 6")
+    assert [r.conv_id for r in mixed.data.before] == ["old-6", "undated"] and mixed.data.widen_to == 461
+    assert mixed.text.splitlines()[0] == (
+        "No conversations active in the last 14 days. The 2 most recent before that, newest first, those without a"
+        " time last (`days=461` lists those with one):"
+    )
 
 
 def test_project_wildcards_are_literal(store: GhostMem) -> None:
