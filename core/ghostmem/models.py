@@ -63,6 +63,9 @@ class ConversationList(_Model):
     days: int | None = None
     before: list[ConversationRow] = Field(default_factory=list)
     widen_to: int | None = None
+    nothing_stored: bool = (
+        False  # no filter and not one conversation in personal memory: nothing imported yet
+    )
 
 
 class SearchResult(_Model):

@@ -171,6 +171,13 @@ def _bounded(lines: list[str]) -> str:
 def conversation_list(result: ConversationList, reader: Reader = FOR_MODELS) -> str:
     if result.rows:
         return _bounded([conversation_row(r, reader) for r in result.rows])
+    if result.nothing_stored:  # "widen --days, drop a filter" to a person who has imported nothing yet
+        if reader.person:
+            return (
+                "No conversations are stored yet: `ghostmem import` reads those of Claude Code, Codex, Gemini and "
+                "Cursor from their usual places, and files, folders or export zips you give it (ChatGPT, Claude.ai)."
+            )
+        return "The user's personal memory holds no conversations yet (none has been imported or captured)."
     if not result.before:
         return reader.words.say(
             "No conversations match. Widen `",

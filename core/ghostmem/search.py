@@ -979,6 +979,7 @@ def _list(
         days=days,
         before=[_conversation_row(r) for r in before],
         widen_to=min(MAX_DAYS, max(timed)) if timed else None,
+        nothing_stored=not before and platform is None and project is None,
     )
 
 

@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 from ghostmem import GhostMem
-from ghostmem.cli import sample_exports
+from ghostmem.cli import main, sample_exports
 from ghostmem.errors import InvalidArgument, NotFound
+from ghostmem.records import MessageRecord
 from support.conversations import conversation, ids, import_generic
 
 FIXTURES = sample_exports()
@@ -255,3 +256,20 @@ def test_bundled_exports_list_and_read(gm: GhostMem) -> None:
     thread = gm.get_conversation(rows[0].conv_id).data
     assert thread.total >= len(thread.messages) > 0
     assert [m.seq for m in thread.messages] == sorted(m.seq for m in thread.messages)
+
+
+def test_a_store_with_nothing_yet_says_so_not_to_widen_the_window(
+    gm: GhostMem, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A newcomer's first `ghostmem recent` (before any import) was told to widen --days and drop a filter it never
+    gave: with no filter and not one conversation stored, the list says nothing is stored yet, and how to import."""
+    empty = gm.list_recent_conversations()
+    assert empty.data.nothing_stored and empty.text.startswith(
+        "The user's personal memory holds no conversations"
+    )
+    assert main(["--dsn", gm.dsn, "--owner", gm.owner, "recent"]) == 0
+    assert capsys.readouterr().out.startswith("No conversations are stored yet: `ghostmem import` reads")
+    for filtered in (gm.list_recent_conversations(platform="codex"), gm.list_project_conversations("shop")):
+        assert not filtered.data.nothing_stored and filtered.text.startswith("No conversations match.")
+    gm.capture_append("c", [MessageRecord(native_id="", role="user", text="hello")], platform="langchain")
+    assert not gm.list_recent_conversations(days=1).data.nothing_stored

@@ -112,10 +112,16 @@ async def test_async_tool_runs_on_the_async_store(gm: GhostMem) -> None:
 
 
 def test_empty_result_is_an_empty_artifact_and_a_hint(gm: GhostMem) -> None:
-    message = _call(GhostMemTool("list_recent_conversations", gm), {"days": 1})
+    message = _call(GhostMemTool("list_recent_conversations", gm), {"days": 1, "platform": "codex"})
     assert message.status == "success"
     assert message.artifact.rows == []
     assert "No conversations match" in message.content
+    message = _call(GhostMemTool("list_recent_conversations", gm), {"days": 1})  # nothing stored at all
+    assert message.artifact.rows == [] and message.artifact.nothing_stored
+    assert (
+        message.content
+        == "The user's personal memory holds no conversations yet (none has been imported or captured)."
+    )
 
 
 @pytest.mark.parametrize(
