@@ -287,11 +287,16 @@ def _choose_k(vectors: NDArray[np.float64]) -> int:
     from sklearn.metrics import silhouette_score
 
     candidates = _candidate_ks(len(vectors))
-    if len(candidates) == 1:
-        return candidates[0]
     if len(vectors) > SELECT_SAMPLE:
         pick = np.random.default_rng(SEED).choice(len(vectors), SELECT_SAMPLE, replace=False)
         vectors = vectors[np.sort(pick)]
+    # No more clusters than distinct vectors (the same conversation imported under many ids embeds alike): k-means
+    # asked for more makes empty clusters, and scikit-learn says so on the terminal of the command that imported them.
+    # A sample holds at most as many distinct vectors as the whole, so the k chosen here fits the final pass too.
+    distinct = len(np.unique(vectors, axis=0))
+    candidates = [k for k in candidates if k <= distinct] or [distinct]
+    if len(candidates) == 1:
+        return candidates[0]
     scores: dict[int, float] = {}
     for k in candidates:
         if k >= len(vectors):

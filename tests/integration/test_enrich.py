@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import random
+import warnings
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -253,6 +254,28 @@ def test_a_few_conversations_form_one_cluster_named_by_their_common_words(gm: Gh
     assert report.k == 1 and report.clusters[0].size == 3
     words = report.clusters[0].topic.split(" · ")
     assert len(words) == 3 and all(w in BREAD for w in words), words
+
+
+@pytest.mark.parametrize("kinds", [1, 2, 3])
+def test_copies_of_a_few_conversations_cluster_without_a_warning(gm: GhostMem, kinds: int) -> None:
+    """The same few conversations imported under many ids (a data set's repeated greeting, an export read twice
+    under new ids) embed alike: the clusters are at most the distinct ones, and scikit-learn's warning about empty
+    clusters, which reached the terminal of `ghostmem import`, is never raised."""
+    rng = random.Random(5)
+    vocabularies = (ELIXIR, BREAD, _words("garden tomato compost seedling mulch trellis harvest soil"))
+    originals = [_topic_conversation(rng, f"kind-{i}", vocabularies[i], T0) for i in range(kinds)]
+    copies = [
+        _record(f"copy-{i}", [(m.role, m.text, m.ts) for m in originals[i % kinds].messages])
+        for i in range(24)
+    ]
+    _save(gm, copies)
+    with gm.connection() as conn, warnings.catch_warnings():
+        warnings.simplefilter("error")
+        report = recluster(conn, gm.owner, force=True)
+    assert 1 <= report.k <= kinds
+    assert sum(c.size for c in report.clusters) == 24
+    clusters = {row["cluster"] for row in _conversations(gm).values()}
+    assert len(clusters) == report.k
 
 
 def test_terms_drop_stop_words_noise_and_hiragana_bigrams() -> None:
