@@ -24,6 +24,7 @@ from psycopg import Connection
 from psycopg.types.json import Jsonb
 
 from ghostmem import db
+from ghostmem.models import unnamed_cluster_topic
 from ghostmem.text import CJK_RANGES
 
 logger = logging.getLogger(__name__)
@@ -404,7 +405,7 @@ def _full_pass(conn: Connection[Any], owner: str) -> ClusterReport:
     centroids = raw_centroids[present]
     centroids = centroids / np.maximum(np.linalg.norm(centroids, axis=1, keepdims=True), 1e-12)
     label_terms = _ctfidf_labels([str(r[3] or "") for r in rows], labels, k)
-    topics = [" · ".join(t for t, _ in lt) or f"cluster {c}" for c, lt in enumerate(label_terms)]
+    topics = [" · ".join(t for t, _ in lt) or unnamed_cluster_topic(c) for c, lt in enumerate(label_terms)]
     sizes = np.bincount(labels, minlength=k)
     with conn.cursor() as cur:
         cur.executemany(

@@ -23,6 +23,12 @@ class MessageView(_Model):
     truncated: bool = False
 
 
+def unnamed_cluster_topic(cluster: int) -> str:
+    """The topic of a cluster whose conversations share no words worth naming it by (enrich.recluster): its number,
+    which a conversation's row then need not show again."""
+    return f"cluster {cluster}"
+
+
 class ConversationRow(_Model):
     """The fields of a row header ``[conv_id | platform | started→ended | title | topic | cluster | messages |
     intensity]`` plus where it lives and the first message's snippet."""

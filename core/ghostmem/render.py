@@ -39,6 +39,7 @@ from ghostmem.models import (
     RememberResult,
     SearchResult,
     Thread,
+    unnamed_cluster_topic,
 )
 from ghostmem.records import clip
 from ghostmem.words import TOOL_WORDS, Arg, Op, Words
@@ -116,9 +117,9 @@ def labelled(
     if row.tier != "personal":
         facts.append(f"{row.tier} tier")
     about = [row.topic or "no topic yet"]
-    cluster = f"cluster {row.cluster}"
-    if row.cluster is not None and row.topic != cluster:  # a cluster no words name is its own topic (enrich)
-        about.append(cluster)
+    # a cluster no words name is its own topic: shown once
+    if row.cluster is not None and row.topic != unnamed_cluster_topic(row.cluster):
+        about.append(f"cluster {row.cluster}")
     if row.intensity is not None:
         about.append(f"intensity {row.intensity:.2f}")
     fields = [
