@@ -54,7 +54,24 @@ def _days(default: int | None, what: str) -> int | None:
     return Field(default, ge=1, le=MAX_DAYS, description=f"Only {what} active in the last N days.")
 
 
-class SearchPersonalMemoryArgs(OpArgs):
+class _ProjectFiltered(OpArgs):
+    """An operation filtering conversations by ``project``: an empty project is refused by each the same way.
+    Taken as a pattern it would keep every conversation that has a project or a title (and drop the rest), which
+    is neither no filter nor a project: what a model sending "" meant is not known, so it is told what to send."""
+
+    @field_validator("project", mode="before", check_fields=False)
+    @classmethod
+    def _project_has_text(cls, value: Any) -> Any:
+        if isinstance(value, str) and not value.strip():
+            optional = not cls.model_fields["project"].is_required()
+            raise ValueError(
+                "empty: give text that the project's path or name, or the conversation's title, contains"
+                + (" (or leave it out for every conversation)" if optional else "")
+            )
+        return value
+
+
+class SearchPersonalMemoryArgs(_ProjectFiltered):
     query: str = Field(
         min_length=1,
         max_length=MAX_QUERY_CHARS,
@@ -63,7 +80,10 @@ class SearchPersonalMemoryArgs(OpArgs):
     days: int | None = _days(None, "conversations")
     platform: Platform | None = Field(None, description="Only conversations from this platform.")
     project: str | None = Field(
-        None, max_length=200, description="Only conversations whose project or title contains this text."
+        None,
+        min_length=1,
+        max_length=200,
+        description="Only conversations whose project or title contains this text.",
     )
     limit: int = Field(10, ge=1, le=MAX_SEARCH_LIMIT, description="Maximum number of conversations.")
     include_library: bool = Field(False, description="Also search the shared library tier.")
@@ -91,16 +111,19 @@ class GetConversationArgs(OpArgs):
     limit: int = Field(200, ge=1, le=MAX_PAGE, description="Maximum number of messages to return.")
 
 
-class ListRecentConversationsArgs(OpArgs):
+class ListRecentConversationsArgs(_ProjectFiltered):
     days: int = Field(2, ge=1, le=MAX_DAYS, description="Conversations active in the last N days.")
     limit: int = Field(20, ge=1, le=MAX_LIST_LIMIT, description="Maximum number of conversations.")
     platform: Platform | None = Field(None, description="Only conversations from this platform.")
     project: str | None = Field(
-        None, max_length=200, description="Only conversations whose project or title contains this text."
+        None,
+        min_length=1,
+        max_length=200,
+        description="Only conversations whose project or title contains this text.",
     )
 
 
-class ListProjectConversationsArgs(OpArgs):
+class ListProjectConversationsArgs(_ProjectFiltered):
     project: str = Field(
         min_length=1,
         max_length=200,

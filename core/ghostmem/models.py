@@ -77,6 +77,8 @@ class ConversationList(_Model):
 class SearchResult(_Model):
     query: str
     rows: list[SearchHit]
+    # the owner holds no message in the tiers searched: no filter or other words would find anything
+    nothing_stored: bool = False
 
 
 class Thread(_Model):

@@ -169,16 +169,22 @@ def _bounded(lines: list[str]) -> str:
     return "\n".join(out)
 
 
+def _nothing_stored(reader: Reader) -> str:
+    """What an empty list or search says when the owner holds nothing at all: no filter, window or other words
+    would find anything, so the hint is how to bring conversations in."""
+    if reader.person:
+        return (
+            "No conversations are stored yet: `ghostmem import` reads those of Claude Code, Codex, Gemini and "
+            "Cursor from their usual places, and files, folders or export zips you give it (ChatGPT, Claude.ai)."
+        )
+    return "The user's personal memory holds no conversations yet (none has been imported or captured)."
+
+
 def conversation_list(result: ConversationList, reader: Reader = FOR_MODELS) -> str:
     if result.rows:
         return _bounded([conversation_row(r, reader) for r in result.rows])
     if result.nothing_stored:  # "widen --days, drop a filter" to a person who has imported nothing yet
-        if reader.person:
-            return (
-                "No conversations are stored yet: `ghostmem import` reads those of Claude Code, Codex, Gemini and "
-                "Cursor from their usual places, and files, folders or export zips you give it (ChatGPT, Claude.ai)."
-            )
-        return "The user's personal memory holds no conversations yet (none has been imported or captured)."
+        return _nothing_stored(reader)
     if not result.before:
         return reader.words.say(
             "No conversations match. Widen `",
@@ -209,6 +215,9 @@ def conversation_list(result: ConversationList, reader: Reader = FOR_MODELS) -> 
 
 
 def search_result(result: SearchResult, reader: Reader = FOR_MODELS) -> str:
+    # not "fewer filters or a wider time window" to one who has imported nothing yet
+    if result.nothing_stored:
+        return f"Nothing relevant to {result.query!r}. {_nothing_stored(reader)}"
     if not result.rows:
         return (
             f"Nothing relevant to {result.query!r}: no conversation shares its words or comes close in meaning."

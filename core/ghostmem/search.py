@@ -158,6 +158,7 @@ class _Plan:
     lexical: bool
     vector: bool
     scan: Scan  # how the vector leg reads (vector_scan)
+    stored: bool  # the owner holds messages in the tiers searched, whatever the filters (a hint's truth)
 
     @property
     def searches(self) -> bool:
@@ -683,8 +684,20 @@ def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int, floor: flo
         "max_scan": str(HNSW_MAX_SCAN_TUPLES),
     }
     if not vector:
-        yield Query(sql.SQL("SELECT ") + settings, setting_params)
-        return _Plan(params=params, literals=literals, lexical=lexical, vector=vector, scan="hnsw")
+        rows = yield Query(
+            sql.SQL("SELECT {settings}, {owner_rows} AS owner_rows FROM {values}").format(
+                settings=settings, owner_rows=_OWNER_ROWS, values=_SEARCH_VALUES
+            ),
+            {**setting_params, **params, "names": None},
+        )
+        return _Plan(
+            params=params,
+            literals=literals,
+            lexical=lexical,
+            vector=vector,
+            scan="hnsw",
+            stored=bool(rows[0]["owner_rows"]),
+        )
     # Speaker names the query mentions and how narrow its filters are (looked up in the same round trip).
     rows = yield Query(
         sql.SQL(
@@ -722,7 +735,14 @@ def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int, floor: flo
         # No message in scope (an empty store, a project, platform or time window without any): the vector leg
         # could find nothing, so the query is not embedded (on a new home that would first prepare the model,
         # ~20 s); a search by meaning alone then runs no leg at all.
-        return _Plan(params=params, literals=literals, lexical=lexical, vector=False, scan="hnsw")
+        return _Plan(
+            params=params,
+            literals=literals,
+            lexical=lexical,
+            vector=False,
+            scan="hnsw",
+            stored=bool(rows[0]["owner_rows"]),
+        )
     literals["candidates"] = sql.Literal(quantized_candidates(vec_depth))
     scan = vector_scan(
         int(rows[0]["scope_rows"]),
@@ -742,7 +762,14 @@ def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int, floor: flo
         + (SPEAKER_BONUS if params["speakers"] else 0.0)
         + (WHEN_BONUS if params["mentions_time"] else 0.0)
     )
-    return _Plan(params=params, literals=literals, lexical=lexical, vector=vector, scan=scan)
+    return _Plan(
+        params=params,
+        literals=literals,
+        lexical=lexical,
+        vector=vector,
+        scan=scan,
+        stored=bool(rows[0]["owner_rows"]),
+    )
 
 
 def search_messages(
@@ -773,7 +800,7 @@ def search_messages(
 def search_personal_memory(ctx: OpContext, args: SearchPersonalMemoryArgs) -> Program[SearchResult]:
     plan = yield from _plan(ctx, args, max(DEPTH_PER_LEG, 5 * args.limit), SIMILARITY_FLOOR)
     if not plan.searches:
-        return SearchResult(query=args.query, rows=[])
+        return SearchResult(query=args.query, rows=[], nothing_stored=not plan.stored)
     statement = _fused_messages(args, plan) + sql.SQL(
         """,
         hits AS (
@@ -827,7 +854,7 @@ def search_personal_memory(ctx: OpContext, args: SearchPersonalMemoryArgs) -> Pr
                 explain=explain,
             )
         )
-    return SearchResult(query=args.query, rows=hits)
+    return SearchResult(query=args.query, rows=hits, nothing_stored=not plan.stored)
 
 
 # --- reading one conversation --------------------------------------------------------------------------------

@@ -230,6 +230,8 @@ def test_summary_bounds_each_message(gm: GhostMem, tmp_path: Path) -> None:
         ("list_recent_conversations", {"limit": 1000}, "limit"),
         ("list_recent_conversations", {"platform": "myspace"}, "platform"),
         ("list_project_conversations", {"project": ""}, "project"),
+        ("list_recent_conversations", {"project": " "}, "project"),
+        ("search_personal_memory", {"query": "x", "project": ""}, "project"),
         ("get_conversation", {"conv_id": "x", "offset": -1}, "offset"),
         ("get_conversation_summary", {"conv_id": "x", "max_messages": 1}, "max_messages"),
         ("search_personal_memory", {"query": "   "}, "query"),
@@ -273,3 +275,38 @@ def test_a_store_with_nothing_yet_says_so_not_to_widen_the_window(
         assert not filtered.data.nothing_stored and filtered.text.startswith("No conversations match.")
     gm.capture_append("c", [MessageRecord(native_id="", role="user", text="hello")], platform="langchain")
     assert not gm.list_recent_conversations(days=1).data.nothing_stored
+
+
+@pytest.mark.parametrize(
+    ("mode", "query"),
+    [("hybrid", "vacuum"), ("lexical", "vacuum"), ("vector", "vacuum"), ("hybrid", "会話の履歴")],
+)
+def test_a_search_of_a_store_with_nothing_yet_says_so_not_to_widen_the_filters(
+    gm: GhostMem, capsys: pytest.CaptureFixture[str], mode: str, query: str
+) -> None:
+    """A newcomer's first search (before any import) was told to try "fewer filters or a wider time window": in
+    every way a search plans (both legs, words alone, meaning alone, a CJK query that skips the vector leg), with
+    filters or without, an owner holding nothing is told so; once it holds something, a search that finds nothing
+    under a filter is told to widen it again."""
+    for filters in ({}, {"days": 7}, {"platform": "codex"}, {"project": "shop"}):
+        empty = gm.search_personal_memory(query, mode=mode, **filters)
+        assert empty.data.rows == [] and empty.data.nothing_stored, filters
+        assert empty.text == (
+            f"Nothing relevant to {query!r}. The user's personal memory holds no conversations yet (none has been"
+            " imported or captured)."
+        )
+    assert main(["--dsn", gm.dsn, "--owner", gm.owner, "search", query, "--mode", mode, "--days", "3"]) == 0
+    assert capsys.readouterr().out.startswith(
+        f"Nothing relevant to {query!r}. No conversations are stored yet: `ghostmem import` reads"
+    )
+    # an empty project is refused at the command line as by the operation (the CLI reads the same contract)
+    assert main(["--dsn", gm.dsn, "--owner", gm.owner, "search", query, "--project", ""]) == 2
+    assert capsys.readouterr().err.startswith(
+        "ghostmem: error: invalid arguments for `ghostmem search`: --project: empty: give text that the project's"
+    )
+    gm.capture_append("c", [MessageRecord(native_id="", role="user", text="hello")], platform="langchain")
+    for filters in ({"platform": "codex"}, {"project": "shop"}):
+        filtered = gm.search_personal_memory(query, mode=mode, **filters)
+        assert not filtered.data.nothing_stored and filtered.text.endswith(
+            "Try other words, fewer filters or a wider time window."
+        )

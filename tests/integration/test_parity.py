@@ -183,3 +183,29 @@ def test_an_unexpected_database_error_is_one_sentence_naming_it(pg_dsn: str, own
     )
     assert isinstance(raised.value.__cause__, psycopg.errors.UndefinedTable)
     gm.close()
+
+
+@pytest.mark.parametrize("surface", ["langchain", "llamaindex", "mcp"])
+async def test_an_empty_project_is_refused_alike_by_every_operation_that_filters_by_it(
+    gm: GhostMem, surface: str
+) -> None:
+    """`list_project_conversations` refused an empty project while `search_personal_memory` took "" as a pattern
+    that keeps every conversation with a project or a title (and `list_recent_conversations` alike): each now
+    refuses it, blank or empty, in the same sentence on every surface, saying what to send instead."""
+    ids = seed_conversations(gm)
+    call = surface_caller(surface, gm)
+    said = "project: empty: give text that the project's path or name, or the conversation's title, contains"
+    for op, args in (
+        ("search_personal_memory", {"query": "vault tokens", "project": ""}),
+        ("search_personal_memory", {"query": "vault tokens", "project": "  "}),
+        ("list_recent_conversations", {"project": ""}),
+        ("list_project_conversations", {"project": " "}),
+    ):
+        error, text, _ = await call(op, args)
+        assert error and text.startswith(f"invalid arguments for {op}: {said}") and "\n" not in text, text
+        optional = op != "list_project_conversations"
+        assert ("(or leave it out for every conversation)" in text) == optional, text
+    # a project the text of one conversation's path holds still filters (strings are stripped, as before)
+    assert [r.conv_id for r in gm.search_personal_memory("vault tokens", project=" infra ").data.rows] == [
+        ids["vault"]
+    ]
