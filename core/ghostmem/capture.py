@@ -37,12 +37,13 @@ def lock_conversation(conn: Connection[Any], owner: str, conv_id: str) -> None:
 
 
 def load_messages(conn: Connection[Any], owner: str, conv_id: str) -> list[MessageRecord]:
-    """The messages of a captured conversation, in order (empty when it does not exist)."""
+    """The messages of a captured conversation, in order (empty when it does not exist), read through its own index
+    entries whatever the planner knows (migration 159)."""
     with conn.cursor(row_factory=dict_row) as cur:
         rows = cur.execute(
             """
-            SELECT native_id, role, raw_role, speaker, text, ts, meta FROM ghostmem.messages
-            WHERE owner = %s AND tier = %s AND conv_id = %s ORDER BY seq
+            SELECT native_id, role, raw_role, speaker, text, ts, meta
+            FROM ghostmem.conversation_messages(%s, %s, %s) ORDER BY seq
             """,
             (owner, TIER, conv_id),
         ).fetchall()
@@ -113,9 +114,12 @@ def save_messages(
         delete_conversation(conn, owner, conv_id)
         return SaveResult()
     ids = list(ids) if ids is not None else [str(n) for n in range(len(messages))]
-    conn.execute(
-        "DELETE FROM ghostmem.messages WHERE owner = %s AND tier = %s AND conv_id = %s AND native_id <> ALL(%s)",
-        (owner, TIER, conv_id, ids),
+    conn.execute(  # found through the conversation's index (migration 159), deleted by id (store._BY_ID)
+        """
+        DELETE FROM ghostmem.messages WHERE (owner = %s) IS TRUE AND id = ANY(ARRAY(
+            SELECT f.id FROM ghostmem.conversation_messages(%s, %s, %s) f WHERE f.native_id <> ALL(%s)))
+        """,
+        (owner, owner, TIER, conv_id, ids),
     )
     record = _conversation(
         conv_id, platform, _stamped(messages, ids), title=title, project=project, first=True

@@ -612,7 +612,7 @@ def _refresh_counts(conn: Connection[Any], owner: str, tier: str, conv_id: str) 
                    COALESCE((array_agg(left(text, 300) ORDER BY seq) FILTER (WHERE role = 'user'))[1],
                             (array_agg(left(text, 300) ORDER BY seq) FILTER (WHERE role = 'assistant'))[1])
                        AS first_text
-            FROM ghostmem.messages WHERE owner = %s AND tier = %s AND conv_id = %s
+            FROM ghostmem.conversation_messages(%s, %s, %s)  -- its own index entries (migration 159)
         ) s
         WHERE c.owner = %s AND c.tier = %s AND c.conv_id = %s
           AND (c.msg_count, c.first_snippet, c.started_at IS NULL AND s.first_ts IS NOT NULL,

@@ -12,7 +12,7 @@ from typing import Any
 
 import psycopg
 from ghostmem import GhostMem, HashEmbedder
-from ghostmem.capture import append_messages, sync_messages
+from ghostmem.capture import append_messages, load_messages, save_messages, sync_messages
 from ghostmem.records import ConversationRecord, MessageRecord
 from ghostmem.store import save_conversation
 from psycopg import Connection
@@ -291,3 +291,43 @@ def test_where_a_conversation_ends_is_read_from_ghostmem_whatever_the_session_sh
         (n, str(n)) for n in range(4)
     ]
     assert _counts(gm, "real") == _recounted(gm, "real")
+
+
+def test_replacing_a_conversation_reads_its_own_rows_whatever_the_planner_knows(server_dsn: str) -> None:
+    """Live capture replacing a conversation (capture_replace; a sync whose list does not begin with what is stored)
+    deletes the messages it no longer holds and recounts the conversation, and reading a captured conversation back
+    reads its messages. As plain statements by (owner, tier, conv_id), in a never-analyzed table (one row estimated
+    for any owner) each was answered through the owner's (owner, tier, native_id) index, filtering every message of
+    the owner: 6,013 rows read to replace a 4-message conversation beside 3,000 others (40,017 beside 20,000 with
+    36-character ids). Through migration 159's function they read the conversation's own index entries."""
+    long_ids = [f"{n:03d}-" + "thread" * 33 for n in range(30)]
+    with (
+        fresh_database(server_dsn, "ghostmem_replace") as dsn,
+        GhostMem(dsn=dsn, owner="early", embedder=HashEmbedder(), pool_min_size=2) as early,
+        early.connection() as b,
+        early.connection() as a,  # two pooled connections
+    ):
+        append_messages(b, "early", "short", "langchain", [*_turn(0), *_turn(1)], embedder=None)
+        b.commit()
+        for conv_id in long_ids:
+            append_messages(
+                a, "early", conv_id, "langchain", [m for n in range(50) for m in _turn(n)], embedder=None
+            )
+        a.commit()
+        for n in range(4):
+            conn = (b, a)[n % 2]
+            # the first answer dropped and a turn added: not a beginning of what is stored, so it is replaced
+            kept = [_turn(0)[0], *_turn(1), *_turn(100 + n)]
+            before = _rows_read(conn)
+            save_messages(conn, "early", "short", "langchain", kept, embedder=None)
+            sync_messages(
+                conn, "early", "short", "langchain", kept[::-1], ["a", "b", "c", "d", "e"], embedder=None
+            )
+            assert [m.text for m in load_messages(conn, "early", "short")] == [m.text for m in kept[::-1]]
+            assert _rows_read(conn) - before < 40, (n, _rows_read(conn) - before)
+            conn.commit()
+        never_analyzed = b.execute("SELECT reltuples FROM pg_class WHERE oid = 'ghostmem.messages'::regclass")
+        assert never_analyzed.fetchone() == (-1,)
+        assert b.execute("SELECT count(*) FROM ghostmem.messages").fetchone() == (3000 + 5,)
+        assert _counts(early, "short")[0] == 5
+        assert [text for _, _, text in _positions(early, "short")] == [m.text for m in kept[::-1]]
