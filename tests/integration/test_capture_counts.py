@@ -275,7 +275,7 @@ def test_where_a_conversation_ends_is_read_from_its_own_index_entries_whatever_t
 
 
 def test_where_a_conversation_ends_is_read_from_ghostmem_whatever_the_session_shadows(gm: GhostMem) -> None:
-    """The two functions of migration 147 name ghostmem's table when they are created (SQL-standard bodies), so a
+    """The functions of migrations 147 and 159 name ghostmem's table when they are created (SQL-standard bodies), so a
     session's temp table called messages, first on its search_path and saying the conversation ends at 999, is never
     what they read; and the sorting they disable stays disabled for their own statement only."""
     gm.capture_append("real", _turn(0), platform="langchain")
@@ -286,6 +286,8 @@ def test_where_a_conversation_ends_is_read_from_ghostmem_whatever_the_session_sh
         conn.execute("SET LOCAL search_path = pg_temp, ghostmem, public")
         assert conn.execute("SELECT max(seq) FROM messages").fetchone() == (999,)
         append_messages(conn, gm.owner, "real", "langchain", _turn(1), embedder=None)
+        # and so does migration 159's, which reads a whole conversation (reading it back, replacing it)
+        assert [m.native_id for m in load_messages(conn, gm.owner, "real")] == ["0", "1", "2", "3"]
         assert conn.execute("SHOW enable_sort").fetchone() == ("on",)
     assert [(seq, native_id) for seq, native_id, _ in _positions(gm, "real")] == [
         (n, str(n)) for n in range(4)
