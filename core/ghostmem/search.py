@@ -157,8 +157,8 @@ class _Plan:
     literals: dict[str, sql.Composable]
     lexical: bool
     vector: bool
-    scan: Scan  # how the vector leg reads (vector_scan)
     stored: bool  # the owner holds messages in the tiers searched, whatever the filters (a hint's truth)
+    scan: Scan = "hnsw"  # how the vector leg reads (vector_scan)
 
     @property
     def searches(self) -> bool:
@@ -690,14 +690,8 @@ def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int, floor: flo
             ),
             {**setting_params, **params, "names": None},
         )
-        return _Plan(
-            params=params,
-            literals=literals,
-            lexical=lexical,
-            vector=vector,
-            scan="hnsw",
-            stored=bool(rows[0]["owner_rows"]),
-        )
+        stored = bool(rows[0]["owner_rows"])
+        return _Plan(params=params, literals=literals, lexical=lexical, vector=vector, stored=stored)
     # Speaker names the query mentions and how narrow its filters are (looked up in the same round trip).
     rows = yield Query(
         sql.SQL(
@@ -723,6 +717,7 @@ def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int, floor: flo
         ),
         {**setting_params, **params, "names": _speaker_candidates(args.query)},
     )
+    stored = bool(rows[0]["owner_rows"])
     params["speakers"] = list(rows[0]["speakers"])
     params["mentions_time"] = MENTIONS_TIME if ASKS_WHEN.search(args.query) else None
     params["projects"] = rows[0]["projects"]
@@ -735,14 +730,7 @@ def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int, floor: flo
         # No message in scope (an empty store, a project, platform or time window without any): the vector leg
         # could find nothing, so the query is not embedded (on a new home that would first prepare the model,
         # ~20 s); a search by meaning alone then runs no leg at all.
-        return _Plan(
-            params=params,
-            literals=literals,
-            lexical=lexical,
-            vector=False,
-            scan="hnsw",
-            stored=bool(rows[0]["owner_rows"]),
-        )
+        return _Plan(params=params, literals=literals, lexical=lexical, vector=False, stored=stored)
     literals["candidates"] = sql.Literal(quantized_candidates(vec_depth))
     scan = vector_scan(
         int(rows[0]["scope_rows"]),
@@ -762,14 +750,7 @@ def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int, floor: flo
         + (SPEAKER_BONUS if params["speakers"] else 0.0)
         + (WHEN_BONUS if params["mentions_time"] else 0.0)
     )
-    return _Plan(
-        params=params,
-        literals=literals,
-        lexical=lexical,
-        vector=vector,
-        scan=scan,
-        stored=bool(rows[0]["owner_rows"]),
-    )
+    return _Plan(params=params, literals=literals, lexical=lexical, vector=vector, stored=stored, scan=scan)
 
 
 def search_messages(

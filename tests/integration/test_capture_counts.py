@@ -5,7 +5,9 @@ recount of all its messages gives."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -224,6 +226,36 @@ def _imported(conv_id: str, n: int) -> ConversationRecord:
     return ConversationRecord(conv_id=conv_id, platform="langchain", messages=[line])
 
 
+# Conversation ids of 200 characters: their (owner, tier, conv_id, seq) index is a level taller than the owner's
+# (owner, tier, native_id) one at 3,000 messages, the height at which a one-row estimate chooses the lower index.
+LONG_IDS = [f"{n:03d}-" + "thread" * 33 for n in range(30)]
+
+
+@contextmanager
+def _never_analyzed(
+    server_dsn: str, name: str, setup: Callable[[Connection[Any]], None]
+) -> Iterator[tuple[GhostMem, Connection[Any], Connection[Any]]]:
+    """A database of its own, never analyzed, written through two pooled connections (each plans with its own view
+    of the indexes): ``setup`` on the first, committed (it has then planned against one-page indexes), then the
+    second writes 50 turns to each of :data:`LONG_IDS`; yields the store and the two connections."""
+    with (
+        fresh_database(server_dsn, name) as dsn,
+        GhostMem(dsn=dsn, owner="early", embedder=HashEmbedder(), pool_min_size=2) as early,
+        early.connection() as b,
+        early.connection() as a,
+    ):
+        setup(b)
+        b.commit()
+        for conv_id in LONG_IDS:
+            append_messages(
+                a, "early", conv_id, "langchain", [m for n in range(50) for m in _turn(n)], embedder=None
+            )
+        a.commit()
+        yield early, b, a
+        never_analyzed = b.execute("SELECT reltuples FROM pg_class WHERE oid = 'ghostmem.messages'::regclass")
+        assert never_analyzed.fetchone() == (-1,)
+
+
 def test_where_a_conversation_ends_is_read_from_its_own_index_entries_whatever_the_planner_knows(
     server_dsn: str,
 ) -> None:
@@ -235,25 +267,16 @@ def test_where_a_conversation_ends_is_read_from_its_own_index_entries_whatever_t
     twice. Each connection also charges an index by the height it last saw: one that had seen the indexes as one page
     read all of the owner's messages on its second look at where a conversation ends (cap.md's case, through
     capture_sync, which writes nothing when nothing is new)."""
-    long_ids = [f"{n:03d}-" + "thread" * 33 for n in range(30)]
-    with (
-        fresh_database(server_dsn, "ghostmem_end") as dsn,
-        GhostMem(dsn=dsn, owner="early", embedder=HashEmbedder(), pool_min_size=2) as early,
-        early.connection() as b,
-        early.connection() as a,  # two pooled connections
-    ):
-        synced = [*_turn(0), *_turn(1)]
+    synced = [*_turn(0), *_turn(1)]
+
+    def setup(b: Connection[Any]) -> None:
         append_messages(b, "early", "short", "langchain", _turn(0), embedder=None)
         sync_messages(b, "early", "synced", "langchain", synced, ["0", "1", "2", "3"], embedder=None)
-        b.commit()  # b has planned against one-page indexes
-        for conv_id in long_ids:
-            append_messages(
-                a, "early", conv_id, "langchain", [m for n in range(50) for m in _turn(n)], embedder=None
-            )
-        a.commit()
+
+    with _never_analyzed(server_dsn, "ghostmem_end", setup) as (early, b, a):
         for n in range(8):  # b, a, b, a...: each writes to both conversations
             conn = (b, a)[n % 2]
-            for conv_id in ("short", long_ids[0]):
+            for conv_id in ("short", LONG_IDS[0]):
                 before = _rows_read(conn)
                 sync_messages(
                     conn, "early", "synced", "langchain", synced, ["0", "1", "2", "3"], embedder=None
@@ -266,8 +289,6 @@ def test_where_a_conversation_ends_is_read_from_its_own_index_entries_whatever_t
                 conn.commit()
         written = 3000 + 2 + 4 + 2 * 8 * 3
         assert b.execute("SELECT count(*) FROM ghostmem.messages").fetchone() == (written,)
-        never_analyzed = b.execute("SELECT reltuples FROM pg_class WHERE oid = 'ghostmem.messages'::regclass")
-        assert never_analyzed.fetchone() == (-1,)
         short = _positions(early, "short")
         assert [seq for seq, _, _ in short] == list(range(2 + 8 * 3))
         assert [text for _, _, text in short][2:5] == [*(m.text for m in _turn(0)), "imported line 0"]
@@ -302,20 +323,11 @@ def test_replacing_a_conversation_reads_its_own_rows_whatever_the_planner_knows(
     for any owner) each was answered through the owner's (owner, tier, native_id) index, filtering every message of
     the owner: 6,013 rows read to replace a 4-message conversation beside 3,000 others (40,017 beside 20,000 with
     36-character ids). Through migration 159's function they read the conversation's own index entries."""
-    long_ids = [f"{n:03d}-" + "thread" * 33 for n in range(30)]
-    with (
-        fresh_database(server_dsn, "ghostmem_replace") as dsn,
-        GhostMem(dsn=dsn, owner="early", embedder=HashEmbedder(), pool_min_size=2) as early,
-        early.connection() as b,
-        early.connection() as a,  # two pooled connections
-    ):
+
+    def setup(b: Connection[Any]) -> None:
         append_messages(b, "early", "short", "langchain", [*_turn(0), *_turn(1)], embedder=None)
-        b.commit()
-        for conv_id in long_ids:
-            append_messages(
-                a, "early", conv_id, "langchain", [m for n in range(50) for m in _turn(n)], embedder=None
-            )
-        a.commit()
+
+    with _never_analyzed(server_dsn, "ghostmem_replace", setup) as (early, b, a):
         for n in range(4):
             conn = (b, a)[n % 2]
             # the first answer dropped and a turn added: not a beginning of what is stored, so it is replaced
@@ -328,8 +340,6 @@ def test_replacing_a_conversation_reads_its_own_rows_whatever_the_planner_knows(
             assert [m.text for m in load_messages(conn, "early", "short")] == [m.text for m in kept[::-1]]
             assert _rows_read(conn) - before < 40, (n, _rows_read(conn) - before)
             conn.commit()
-        never_analyzed = b.execute("SELECT reltuples FROM pg_class WHERE oid = 'ghostmem.messages'::regclass")
-        assert never_analyzed.fetchone() == (-1,)
         assert b.execute("SELECT count(*) FROM ghostmem.messages").fetchone() == (3000 + 5,)
         assert _counts(early, "short")[0] == 5
         assert [text for _, _, text in _positions(early, "short")] == [m.text for m in kept[::-1]]
