@@ -43,7 +43,7 @@ from typing import Any
 
 import numpy as np
 import psycopg
-from ghostmem import GhostMem
+from ghostmem import GhostMem, maintenance
 from ghostmem.config import DEFAULT_EMBED_MODEL
 from ghostmem.db import EmbeddedServer, prepare
 from ghostmem.embed import Embedder, make_embedder
@@ -311,6 +311,10 @@ def load(
             stats.index_build_s[name] = time.perf_counter() - t0
             progress(f"built {name} in {stats.index_build_s[name]:.1f}s")
             del schema
+        t0 = time.perf_counter()  # the large projects' own graphs, as an import builds them (migration 155)
+        graphs = maintenance.build_project_graphs(conn, corpus.OWNER)
+        stats.index_build_s["project graphs"] = time.perf_counter() - t0
+        progress(f"built {graphs} project graphs in {stats.index_build_s['project graphs']:.1f}s")
         t0 = time.perf_counter()
         conn.execute("ANALYZE ghostmem.conversations")
         conn.execute("ANALYZE ghostmem.messages")

@@ -2,10 +2,11 @@
 
 The dimension is part of the schema (``vector(N)`` columns), so switching is a schema change: under the migration
 lock, every vector column of ghostmem's schemas (``vector``, and ``halfvec`` for the compact copies of the message
-vectors, which are deleted) is emptied and retyped and its vector indexes are dropped; then
-ghost memories, messages, conversation vectors, clusters and store items are embedded again with the new model;
-then the indexes are rebuilt and NOT NULL constraints restored. The embedding cache and the clusters (derived from the old
-vectors) are discarded. Other processes still configured for the old model are refused by the dimension check.
+vectors, which are deleted) is emptied and retyped and its vector indexes are dropped (the projects' own graphs of
+migration 155 too); then ghost memories, messages, conversation vectors, clusters and store items are embedded again
+with the new model; then the indexes are rebuilt and NOT NULL constraints restored. The embedding cache and the
+clusters (derived from the old vectors) are discarded. Other processes still configured for the old model are
+refused by the dimension check.
 """
 
 from __future__ import annotations
@@ -93,6 +94,8 @@ def reembed(dsn: str, embedder: Embedder, runtime_role: str = DEFAULT_RUNTIME_RO
             messages = sum(embed_pending(conn, owner, embedder) for owner in owners)
             conversations = sum(maintenance.enrich(conn, owner) for owner in owners)
             items = embed_pending_items(conn, embedder)
+            for owner in owners:
+                maintenance.build_project_graphs(conn, owner)
             with conn.transaction():
                 for _, _, statement in indexes:
                     logger.info("rebuilding %s", statement)
@@ -133,6 +136,9 @@ def _retype(
 ) -> None:
     for schema, name, _ in indexes:
         conn.execute(sql.SQL("DROP INDEX {}").format(sql.Identifier(schema, name)))
+    # The projects' own graphs (migration 155), built again once the new vectors are in (rather than filled row by
+    # row as they come, ten times slower than a build).
+    conn.execute("SELECT ghostmem.drop_project_graphs()")
     # Derived from the old vectors: rebuilt from scratch with the new model.
     conn.execute("DELETE FROM ghostmem.embedding_cache")
     conn.execute("DELETE FROM ghostmem.message_vectors")  # filled again as messages get their new vectors

@@ -70,6 +70,7 @@ WIDE_FILTER_SHARE = 0.05  # filters keeping at least this share of the owner's m
 WIDE_VECTOR_PER_HIT = 2  # ... and the vector leg gives this many per requested conversation ...
 WIDE_VECTOR_DEPTH_MIN = 20  # ... and at least this many
 HNSW_EF_SEARCH = 100  # candidates an HNSW search keeps (pgvector's default is 40)
+PROJECT_GRAPH_EF_SEARCH = 200  # ... and a walk of a project's own graph (migration 155)
 # JIT compilation off for the rest of a read's transaction: the message search and the LangGraph store's search are
 # estimated above PostgreSQL's default jit_above_cost (100,000) at sizes a store reaches, and a server built with JIT
 # would compile their expressions on every call, tens of milliseconds for statements that run in a few
@@ -114,7 +115,7 @@ SIMILARITY_FLOOR = 0.2
 # A cosine at least this counts as full evidence of meaning in a hit's shown score (see relevance).
 SIMILARITY_FULL = 0.6
 
-Scan = Literal["hnsw", "exact", "quantized"]
+Scan = Literal["hnsw", "exact", "quantized", "graph"]
 
 _ROW_COLUMNS = sql.SQL(
     "c.conv_id, c.tier, c.platform, c.started_at, c.ended_at, c.title, c.project, c.topic, c.cluster, "
@@ -159,6 +160,7 @@ class _Plan:
     vector: bool
     stored: bool  # the owner holds messages in the tiers searched, whatever the filters (a hint's truth)
     scan: Scan = "hnsw"  # how the vector leg reads (vector_scan)
+    graphs: tuple[str, ...] = ()  # the listed projects that have a graph of their own (migration 155)
 
     @property
     def searches(self) -> bool:
@@ -179,15 +181,16 @@ _LISTED_PROJECT_FILTER = sql.SQL(
 
 
 def _scope_filters(
-    args: SearchPersonalMemoryArgs, project: sql.Composable = _PROJECT_FILTER
+    args: SearchPersonalMemoryArgs, project: sql.Composable | None = _PROJECT_FILTER
 ) -> list[sql.Composable]:
-    """The optional filters of a search (time, platform, project) on ``m`` = ghostmem.messages."""
+    """The optional filters of a search (time, platform, project) on ``m`` = ghostmem.messages (``project`` None:
+    the project's is left out)."""
     parts: list[sql.Composable] = []
     if args.days is not None:
         parts.append(sql.SQL("m.ts >= now() - make_interval(days => %(days)s)"))
     if args.platform is not None:
         parts.append(sql.SQL("m.platform = %(platform)s"))
-    if args.project is not None:
+    if args.project is not None and project is not None:
         parts.append(project)
     return parts
 
@@ -353,14 +356,14 @@ vec_scan AS MATERIALIZED (
 # Messages at the same distance (the same text, said again) are taken by id, as _VECTOR_RANK ranks them: the LIMIT
 # cuts a tie the same way whichever scan reads it (in the order the sort met them, an exact and a quantized scan
 # returned different messages of the same data, and never the first ones).
-_EXACT_SCAN = """
-vec_scan AS MATERIALIZED (
+_EXACT_ROWS = """
     SELECT m.id, m.tier, m.conv_id, m.embedding <=> (SELECT %(qvec)s::vector::halfvec) AS dist
     FROM ghostmem.message_vectors m
     WHERE {filters}
     ORDER BY 4, 1
     LIMIT {vec_depth}
-)"""
+"""
+_EXACT_SCAN = "\nvec_scan AS MATERIALIZED (" + _EXACT_ROWS + ")"
 
 # A larger scope (vector_scan) is ranked by the Hamming distance of its quantized vectors (migration 110: one bit a
 # dimension, a narrow table), and its nearest `candidates` are ranked again by their compact vectors' distance
@@ -379,6 +382,55 @@ vec_scan AS MATERIALIZED (
     ORDER BY 4, 1
     LIMIT {vec_depth}
 )"""
+
+# A project search whose matching projects have graphs of their own (migration 155: a partial HNSW index of
+# message_vectors per large (owner, project)) walks each of those graphs for its nearest rows, and reads the rest
+# of its scope (the matching projects without a graph, the conversations whose title matches) exactly; the arms
+# are merged by distance (a message of a titled conversation in a project with a graph comes from both: once).
+# Each graph's owner and project are literals of the statement: its generic plan can then prove the partial
+# index's predicate (a bound parameter could be any owner and project). The distances are the exact scan's.
+_GRAPH_SCAN = """
+vec_scan AS MATERIALIZED (
+    SELECT DISTINCT ON (u.dist, u.id) u.id, u.tier, u.conv_id, u.dist
+    FROM ({arms}) u
+    ORDER BY u.dist, u.id
+    LIMIT {vec_depth}
+)"""
+
+_GRAPH_ARM = """(
+    SELECT m.id, m.tier, m.conv_id, m.embedding <=> %(qvec)s::vector::halfvec AS dist
+    FROM ghostmem.message_vectors m
+    WHERE m.owner = {owner} AND m.project = {project} AND {filters}
+    ORDER BY m.embedding <=> %(qvec)s::vector::halfvec
+    LIMIT {vec_depth}
+)"""
+
+
+def _written(text: str) -> sql.Composable:
+    """``text`` written into a statement as a literal instead of bound. The statement then passes through
+    psycopg's ``%(name)s`` formatting of its parameters, where a ``%`` of the text would be read as a placeholder:
+    it is doubled."""
+    return sql.SQL(sql.Literal(text).as_string().replace("%", "%%"))
+
+
+# The rest of the scope: the listed projects without a graph and the titled conversations.
+_UNGRAPHED_FILTER = sql.SQL(
+    "(m.project = ANY(%(ungraphed)s) OR m.conv_id = ANY(ARRAY(SELECT t.conv_id FROM titled t)))"
+)
+
+
+def _graph_scan(args: SearchPersonalMemoryArgs, plan: _Plan) -> sql.Composed:
+    """The vector leg of _GRAPH_SCAN: an arm per graph (the other filters checked on its rows), one for the rest."""
+    others = sql.SQL(" AND ").join([sql.SQL("m.tier = ANY(%(tiers)s)"), *_scope_filters(args, None)])
+    owner = _written(plan.params["owner"])
+    arms = [
+        sql.SQL(_GRAPH_ARM).format(owner=owner, project=_written(project), filters=others, **plan.literals)
+        for project in plan.graphs
+    ]
+    rest = sql.SQL(" AND ").join([_OWNER_FILTER, *_scope_filters(args, _UNGRAPHED_FILTER)])
+    arms.append(sql.SQL("(" + _EXACT_ROWS + ")").format(filters=rest, **plan.literals))
+    return sql.SQL(_GRAPH_SCAN).format(arms=sql.SQL(" UNION ALL ").join(arms), **plan.literals)
+
 
 _VECTOR_RANK = """
 vec AS (
@@ -442,6 +494,8 @@ def _fused_messages(args: SearchPersonalMemoryArgs, plan: _Plan) -> sql.Composed
     if plan.vector:
         if plan.scan == "hnsw":
             scan = sql.SQL(_HNSW_SCAN).format(filters=_message_filters(args), **plan.literals)
+        elif plan.scan == "graph":
+            scan = _graph_scan(args, plan)
         else:
             shape = _EXACT_SCAN if plan.scan == "exact" else _QUANTIZED_SCAN
             scan = sql.SQL(shape).format(filters=_exact_filters(args), **plan.literals)
@@ -593,6 +647,19 @@ _PROJECTS = sql.SQL(
 ).format(owner=_COUNTED)
 
 
+# The owner's matching projects that have a graph of their own (migration 155: its name is a digest of the owner and
+# the project, the catalog the only record of it), and how many of the scope's rows they hold.
+_GRAPHED = sql.SQL("to_regclass('ghostmem.' || ghostmem.project_graph_name(p.owner, c.project)) IS NOT NULL")
+_GRAPHS = sql.SQL(
+    "ARRAY(SELECT DISTINCT c.project FROM ghostmem.message_counts c WHERE {owner} AND c.project ILIKE p.project"
+    " AND {graphed} ORDER BY 1)"
+).format(owner=_COUNTED, graphed=_GRAPHED)
+_GRAPH_ROWS = sql.SQL(
+    "(SELECT coalesce(sum(c.n), 0) FROM ghostmem.message_counts c WHERE {owner} AND c.project ILIKE p.project"
+    " AND {graphed})"
+).format(owner=_COUNTED, graphed=_GRAPHED)
+
+
 def quantized_candidates(vec_depth: int) -> int:
     """How many rows of its scope a quantized scan ranks again by their compact vectors' distance: at 100k
     messages, 20 per returned row kept 0.99–0.998 of the exact scan's nearest rows, 10 per row 0.98–0.99, 4 per
@@ -602,7 +669,15 @@ def quantized_candidates(vec_depth: int) -> int:
     return min(QUANTIZED_CANDIDATES * vec_depth, QUANTIZED_CANDIDATES_MAX)
 
 
-def vector_scan(scope_rows: int, kept_rows: float, table_rows: float, vec_depth: int, ef_search: int) -> Scan:
+def vector_scan(
+    scope_rows: int,
+    kept_rows: float,
+    table_rows: float,
+    vec_depth: int,
+    ef_search: int,
+    graphs: int = 0,
+    graph_rows: int = 0,
+) -> Scan:
     """How the vector leg reads: the cheapest of an HNSW scan of the index that every owner's messages share, an
     exact scan of its scope's compact vectors (migration 101) and a quantized scan of the scope (migration 110),
     each cost counted in rows of an exact scan (``scope_rows``, see :func:`_scope_rows`).
@@ -615,6 +690,14 @@ def vector_scan(scope_rows: int, kept_rows: float, table_rows: float, vec_depth:
     million-message store or a small owner beside large ones is read quantized, and a wide scope walks the index.
     ``kept_rows`` of 0 (nothing passes, as far as the counts know) never walks the index: it would run to its tuple
     cap.
+
+    A project search whose scope holds ``graphs`` projects with a graph of their own (migration 155), ``graph_rows``
+    rows in all, may walk those instead: each walk passes over about ``max(ef_search, vec_depth)`` rows (every row of
+    the graph is the project's), each costing about as much as :data:`EXACT_ROWS_PER_HNSW_ROW` rows of an exact
+    scan, and the rest of the scope is read exactly: with :data:`PROJECT_GRAPH_EF_SEARCH`, 5,000 rows per graph,
+    the size past which migration 155 builds one (at 100k messages the walk of a 4,000-row project's graph cost a
+    little more than reading it; at 1M a 31,000-row project's about half as much as its quantized scan:
+    docs/search.md, "A graph of each large project's own").
     """
     passed_over = max(ef_search, vec_depth * max(table_rows, kept_rows, 1.0) / max(kept_rows, 1.0))
     candidates = min(scope_rows, quantized_candidates(vec_depth))
@@ -623,6 +706,9 @@ def vector_scan(scope_rows: int, kept_rows: float, table_rows: float, vec_depth:
         "quantized": QUANTIZED_ROW_COST * scope_rows + RERANK_ROW_COST * candidates,
         "hnsw": EXACT_ROWS_PER_HNSW_ROW * passed_over,
     }
+    if graphs:
+        walks = EXACT_ROWS_PER_HNSW_ROW * max(ef_search, vec_depth) * graphs
+        costs["graph"] = walks + max(scope_rows - graph_rows, 0)
     return min(costs, key=lambda scan: costs[scan])
 
 
@@ -643,6 +729,9 @@ def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int, floor: flo
         "project": like_pattern(args.project) if args.project is not None else None,
     }
     filtered = bool(_scope_filters(args))  # the same filters both legs apply
+    # The projects' own graphs serve a project filter alone: a time window or a platform within a project would
+    # make their walks pass over the rows it leaves out.
+    graphed = args.project is not None and args.days is None and args.platform is None
     constants = {
         "depth": depth,
         "limit": args.limit,
@@ -680,7 +769,8 @@ def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int, floor: flo
         " set_config('max_parallel_workers_per_gather', '0', true) AS parallel, {jit} AS jit"
     ).format(jit=NO_JIT)
     setting_params = {
-        "ef_search": str(max(depth, HNSW_EF_SEARCH)),  # the vector leg's rows are never more than depth
+        # the vector leg's rows are never more than depth; a project filter alone may walk the project's graph
+        "ef_search": str(max(depth, PROJECT_GRAPH_EF_SEARCH if graphed else HNSW_EF_SEARCH)),
         "max_scan": str(HNSW_MAX_SCAN_TUPLES),
     }
     if not vector:
@@ -702,7 +792,7 @@ def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int, floor: flo
                               WHERE m.owner = p.owner AND lower(m.speaker) = n.name AND m.speaker IS NOT NULL
                                 AND m.tier = ANY(p.tiers))
             ) AS speakers, {share} AS share, {owner_rows} AS owner_rows, {scope_rows} AS scope_rows,
-            {projects} AS projects,
+            {projects} AS projects, {graphs} AS graphs, {graph_rows} AS graph_rows,
             (SELECT greatest(c.reltuples, 0) FROM pg_catalog.pg_class c
              WHERE c.oid = 'ghostmem.messages'::regclass) AS table_rows
             FROM {values}
@@ -713,6 +803,8 @@ def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int, floor: flo
             owner_rows=_OWNER_ROWS,
             scope_rows=_scope_rows(args),
             projects=_PROJECTS if args.project is not None else sql.SQL("NULL::text[]"),
+            graphs=_GRAPHS if graphed else sql.SQL("ARRAY[]::text[]"),
+            graph_rows=_GRAPH_ROWS if graphed else sql.SQL("0"),
             values=_SEARCH_VALUES,
         ),
         {**setting_params, **params, "names": _speaker_candidates(args.query)},
@@ -738,7 +830,11 @@ def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int, floor: flo
         float(rows[0]["table_rows"]),
         vec_depth,
         int(setting_params["ef_search"]),
+        len(rows[0]["graphs"]),
+        int(rows[0]["graph_rows"]),
     )
+    graphs = tuple(rows[0]["graphs"]) if scan == "graph" else ()
+    params["ungraphed"] = [p for p in params["projects"] or [] if p not in graphs]
     dense_query = strip_names(args.query, params["speakers"])
     params["qvec"] = yield Embed(dense_query)
     params["vector_weight"] = weight = vector_weight(args.query)
@@ -750,7 +846,15 @@ def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int, floor: flo
         + (SPEAKER_BONUS if params["speakers"] else 0.0)
         + (WHEN_BONUS if params["mentions_time"] else 0.0)
     )
-    return _Plan(params=params, literals=literals, lexical=lexical, vector=vector, stored=stored, scan=scan)
+    return _Plan(
+        params=params,
+        literals=literals,
+        lexical=lexical,
+        vector=vector,
+        stored=stored,
+        scan=scan,
+        graphs=graphs,
+    )
 
 
 def search_messages(

@@ -451,3 +451,42 @@ def test_the_copies_kept_by_triggers_ignore_temp_objects_named_as_their_tables(
         admin.execute("SELECT ghostmem.revoke_app(%s, %s)", (role, RUNTIME))
         admin.execute(sql.SQL("DROP OWNED BY {}").format(ident))
         admin.execute(sql.SQL("DROP ROLE {}").format(ident))
+
+
+def test_the_project_graph_builder_ignores_temp_objects_and_is_the_owners_alone(
+    admin: psycopg.Connection[Any], gm: GhostMem, owner: str
+) -> None:
+    """Migration 155's definer functions build and drop DDL on the compact vectors: no role but the schemas' owner
+    may execute them (not PUBLIC, not the runtime role, not an application), and the owner calling them from a
+    session whose search path puts temp tables first (a count of 1,000,000 for a planted project, a threshold of
+    0, a table named as the compact vectors) builds nothing from them."""
+    rows = admin.execute(
+        "SELECT p.oid::regprocedure::text, p.proacl FROM pg_proc p WHERE p.proname IN"
+        " ('build_project_graphs', 'drop_project_graphs') AND p.pronamespace = 'ghostmem'::regnamespace"
+    ).fetchall()
+    assert len(rows) == 2
+    for name, _ in rows:
+        for role in ("public", RUNTIME):
+            assert admin.execute(
+                "SELECT has_function_privilege(%s, %s, 'EXECUTE')", (role, name)
+            ).fetchone() == (False,), (role, name)
+    gm.remember("nothing personal yet")  # the owner exists; it has no project of 5,000 messages
+    admin.execute("CREATE TEMP TABLE message_counts (LIKE ghostmem.message_counts)")
+    admin.execute(
+        "INSERT INTO pg_temp.message_counts VALUES (%s, 'personal', 'generic', 'planted', 1000000)", (owner,)
+    )
+    admin.execute("CREATE TEMP TABLE settings (LIKE ghostmem.settings)")
+    admin.execute("INSERT INTO pg_temp.settings VALUES ('project_graph_rows', '0')")
+    admin.execute("CREATE TEMP TABLE message_vectors (LIKE ghostmem.message_vectors)")
+    try:
+        admin.execute("SET search_path = pg_temp, ghostmem, public")
+        assert admin.execute("SELECT count(*) FROM message_counts").fetchone() == (1,)  # the trap is live
+        assert admin.execute("SELECT ghostmem.build_project_graphs(%s)", (owner,)).fetchone() == (0,)
+        name = admin.execute("SELECT ghostmem.project_graph_name(%s, 'planted')", (owner,)).fetchone()
+        assert name and admin.execute("SELECT to_regclass('ghostmem.' || %s)", name).fetchone() == (None,)
+        assert admin.execute(
+            "SELECT count(*) FROM pg_indexes WHERE tablename = 'message_vectors' AND schemaname LIKE 'pg_temp%%'"
+        ).fetchone() == (0,)
+    finally:
+        admin.execute("RESET search_path")
+        admin.execute("DISCARD TEMP")

@@ -62,6 +62,9 @@ BEFORE_STORE_PENDING_LIST = (
 BEFORE_RUNTIME_API = (
     137  # everything before 138_runtime_api, whose table lists the functions a runtime role runs
 )
+BEFORE_PROJECT_GRAPHS = (
+    154  # everything before 155_project_graphs, which builds the large projects' own graphs
+)
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
@@ -435,15 +438,16 @@ def test_the_runtime_api_is_granted_from_one_list(empty_dsn: str) -> None:
         (BEFORE_SHORT_PENDING_LIST, "REINDEX INDEX ghostmem.conversations_project_trgm"),
         (BEFORE_PLATFORM_SCOPE, "LOCK TABLE ghostmem.message_vectors IN ACCESS EXCLUSIVE MODE"),
         (BEFORE_STORE_PENDING_LIST, "REINDEX INDEX ghostmem.store_items_tsv"),
+        (BEFORE_PROJECT_GRAPHS, "LOCK TABLE ghostmem.message_vectors IN ACCESS EXCLUSIVE MODE"),
     ],
 )
 def test_an_upgrade_killed_in_the_middle_of_a_migration_resumes(
     empty_dsn: str, start: int, held: str
 ) -> None:
-    """A store at 100 (or 106, 109, 115, 119, 129) with data (a word of 2,040 bytes and a message of ~57,000 distinct CJK
-    pairs among it, too long for 102's owner-keyed words if they were keyed whole), upgraded by a process SIGKILLed
-    while 101 (or 107, 110, 116, 120, 130) is running (it waits for the table it copies or indexes, or the index it sets,
-    which an administrator holds): nothing of it is left, and the next upgrade applies every migration with the data
+    """A store at 100 (or 106, 109, 115, 119, 129, 154) with data (a word of 2,040 bytes and a message of ~57,000
+    distinct CJK pairs among it, too long for 102's owner-keyed words if they were keyed whole), upgraded by a
+    process SIGKILLed while 101 (or 107, 110, 116, 120, 130, 155) is running (it waits for the table it copies or
+    indexes, or the index it sets, which an administrator holds): nothing of it is left, and the next upgrade applies every migration with the data
     kept, the compact vectors, their bits and the word counts complete, the indexes built and set and the odd
     messages found."""
     owner = f"killed-{uuid.uuid4().hex[:8]}"
@@ -487,7 +491,7 @@ def test_an_upgrade_killed_in_the_middle_of_a_migration_resumes(
         )
         try:
             with psycopg.connect(empty_dsn, autocommit=True) as watch:
-                # until the migration waits for the lock, inside 101's (107's, 110's, 116's, 120's, 130's) transaction
+                # until the migration waits for the lock, inside 101's (107's, ..., 155's) transaction
                 for _ in range(600):
                     waiting = watch.execute(
                         "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s"

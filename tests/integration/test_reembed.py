@@ -33,6 +33,8 @@ def test_reembed_switches_dimension_and_keeps_everything_findable(
     own_dsn: str, owner: str, tmp_path: Path
 ) -> None:
     with GhostMem(dsn=own_dsn, owner=owner, embedder=HashEmbedder(384)) as gm:
+        with gm.connection() as conn:  # each project gets its own graph (migration 155) from 2 messages
+            conn.execute("UPDATE ghostmem.settings SET value = '2' WHERE key = 'project_graph_rows'")
         import_generic(
             gm,
             tmp_path / "c.jsonl",
@@ -86,6 +88,13 @@ def test_reembed_switches_dimension_and_keeps_everything_findable(
         assert len(actual) == 4 and kept == actual and {len(row[-1]) for row in kept} == {64}
         index = conn.execute("SELECT to_regclass('ghostmem.messages_embedding_hnsw') IS NOT NULL").fetchone()
         assert index == (True,)
+        graphs = conn.execute(  # the projects' graphs, dropped with the old vectors, are built again
+            "SELECT count(*) FILTER (WHERE i.indisvalid), count(*) FROM pg_index i"
+            " JOIN pg_class c ON c.oid = i.indexrelid WHERE i.indrelid = 'ghostmem.message_vectors'::regclass"
+            " AND c.relname IN (ghostmem.project_graph_name(%s, 'db'), ghostmem.project_graph_name(%s, 'home'))",
+            (owner, owner),
+        ).fetchone()
+        assert graphs == (2, 2)
 
     with GhostMem(dsn=own_dsn, owner=owner, embedder=HashEmbedder(64)) as gm:
         assert gm.search_personal_memory("cats fish", mode="vector").data.rows[0].conv_id == "cats"

@@ -1,0 +1,321 @@
+"""A graph of each large project's own (migration 155): built past a size by the schema owner's definer function,
+named by a digest whatever the owner and project say, walked by a project search with the owner and project as
+literals, its results those of the exact scan; a role that may not build or drop them cannot, and a killed build
+leaves nothing."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from ghostmem import GhostMem, HashEmbedder, maintenance, search
+from ghostmem.args import SearchPersonalMemoryArgs
+from ghostmem.db import migrate as migrations
+from ghostmem.program import run_sync
+from ghostmem.search import search_messages
+from psycopg import sql
+from support.conversations import conversation, import_generic
+from support.databases import fresh_database
+from support.statements import recording
+
+SIZE = 12  # project_graph_rows in these tests: a project of 12 messages or more gets its graph
+SAID = ["deploy plan for the release", "the deploy plan is ready", "rollback steps", "release notes drafted"]
+
+
+def graph_name(owner: str, project: str) -> str:
+    """The name migration 155 gives the graph of ``owner``'s ``project``, computed here on its own."""
+    key = f"{len(owner)}:{owner}{project}".encode()
+    return "message_vectors_graph_" + hashlib.sha256(key).hexdigest()[:40]
+
+
+def graphs(conn: psycopg.Connection[Any]) -> dict[str, str]:
+    """Each graph of the compact vectors: name -> its predicate."""
+    rows = conn.execute(
+        "SELECT c.relname, pg_get_expr(i.indpred, i.indrelid) FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid"
+        " WHERE i.indrelid = 'ghostmem.message_vectors'::regclass AND c.relname LIKE 'message\\_vectors\\_graph\\_%'"
+    ).fetchall()
+    return {r[0]: r[1] for r in rows}
+
+
+@pytest.fixture
+def store(server_dsn: str) -> Iterator[str]:
+    """A database of its own, migrated, whose projects get a graph from SIZE messages."""
+    with fresh_database(server_dsn, "ghostmem_pgraph") as dsn:
+        with GhostMem(dsn=dsn, owner="setup", embedder=HashEmbedder()) as gm:
+            gm.connect()
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute(
+                "UPDATE ghostmem.settings SET value = %s WHERE key = 'project_graph_rows'", (str(SIZE),)
+            )
+        yield dsn
+
+
+def _convs(project: str, n: int, tag: str) -> list[dict[str, Any]]:
+    return [
+        conversation(f"{tag}{i}", f"talk {tag}{i}", 1 + i, [*SAID, f"step {tag} {i}"], project)
+        for i in range(n)
+    ]
+
+
+def _search(gm: GhostMem, project: str, mode: str = "vector") -> tuple[list[Any], str, Any]:
+    """The fused rows of a project search (every vector row, floor off), with the statement and its parameters."""
+    args = SearchPersonalMemoryArgs(query="deploy plan release", mode=mode, project=project, limit=20)
+    seen: list[tuple[str, Any]] = []
+    with gm.connection() as conn:
+        program = recording(search_messages(gm.context, args, depth=60, floor=-1), conn, seen)
+        rows = run_sync(program, conn, gm.embedder)
+    text, params = seen[-1]
+    return rows, text, params
+
+
+def _walked(gm: GhostMem, text: str, params: Any) -> set[str]:
+    """The graphs the statement's generic plan reads."""
+    return set(re.findall(r"message_vectors_graph_[0-9a-f]{40}", _explain(gm, text, params)))
+
+
+def _explain(gm: GhostMem, text: str, params: Any) -> str:
+    with gm.connection() as conn:
+        conn.execute("SET plan_cache_mode = force_generic_plan")
+        conn.execute("SET enable_seqscan = off")
+        conn.execute("SET hnsw.iterative_scan = relaxed_order")
+        rows = conn.execute(f"EXPLAIN (COSTS OFF) {text}".encode(), params)
+        return "\n".join(r[0] for r in rows)
+
+
+HOSTILE = [
+    "/src/100%_Done\\x",
+    "it's %s %(owner)s {x} ''; DROP TABLE ghostmem.messages; --",
+    "\U0001d518" * 200,  # 800 bytes: the longest project the search argument takes
+    "alpha",
+]
+
+
+def test_a_large_project_gets_its_graph_and_a_search_walks_it_with_the_exact_scans_results(
+    store: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Hostile owners and projects (quotes, `%`, `_`, a backslash, placeholders, 800 bytes; two owners with the
+    same project) each get a graph of their own, named by digest, once past the size and not before; a project
+    search then walks it (the plan reads the index), in every mode, and finds what the exact scan finds: the same
+    messages at the same distances, never another owner's or another project's."""
+    owners = ["o'brien %s", "o'brien %s\\"]  # one another's prefix, with quotes, % and a backslash
+    for owner in owners:
+        with GhostMem(dsn=store, owner=owner, embedder=HashEmbedder()) as gm:
+            convs = [c for i, p in enumerate(HOSTILE) for c in _convs(p, 2, f"p{i}-")]  # 10 messages each
+            import_generic(gm, tmp_path / "a.jsonl", convs)
+            with gm.connection() as conn:  # below the size: none of its own yet
+                assert not {graph_name(owner, p) for p in HOSTILE} & set(graphs(conn))
+            convs += [c for i, p in enumerate(HOSTILE) for c in _convs(p, 1, f"q{i}-")]  # 15 each
+            convs.append(
+                conversation("small", "titled alpha", 1, SAID, "/src/small")
+            )  # a title matching alpha
+            import_generic(gm, tmp_path / "b.jsonl", convs)
+    with psycopg.connect(store) as conn:
+        built = graphs(conn)
+    expected = {graph_name(o, p) for o in owners for p in HOSTILE}
+    assert set(built) == expected, built
+    for owner in owners:
+        with GhostMem(dsn=store, owner=owner, embedder=HashEmbedder()) as gm:
+            for project in HOSTILE:
+                monkeypatch.setattr(search, "vector_scan", lambda *_: "graph")  # the store is small
+                rows, text, params = _search(gm, project)
+                assert _walked(gm, text, params) == {graph_name(owner, project)}, (owner, project)
+                monkeypatch.setattr(search, "vector_scan", lambda *_: "exact")
+                exact, exact_text, exact_params = _search(gm, project)
+                assert _walked(gm, exact_text, exact_params) == set()
+                assert [(r["id"], r["vec_dist"]) for r in rows] == [(r["id"], r["vec_dist"]) for r in exact]
+                want = {f"p{HOSTILE.index(project)}-{i}" for i in range(2)} | {f"q{HOSTILE.index(project)}-0"}
+                if project == "alpha":
+                    want.add("small")  # its title matches: read by the exact arm
+                assert {r["conv_id"] for r in rows} == want, (owner, project)
+                monkeypatch.setattr(search, "vector_scan", lambda *_: "graph")
+                for mode in ("hybrid", "lexical"):
+                    assert {r["conv_id"] for r in _search(gm, project, mode)[0]} <= want
+                monkeypatch.undo()
+
+
+def test_the_search_walks_a_graph_only_when_it_exists(
+    store: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cost model hears of a project's graph when it has one (and picks it for a project of the bench's
+    million-message store, 31,000 rows; not below 5,000, which reading costs less than a walk), and the statement
+    walks it; a small project without one, the
+    graphs dropped (as `ghostmem reembed` does first), a time window or a platform within the project (their
+    filters would make the walk pass over what they leave out) get no graph to walk."""
+    ef = search.PROJECT_GRAPH_EF_SEARCH
+    assert search.vector_scan(31_000, 31_000, 1_010_845, 50, ef, 1, 31_000) == "graph"
+    assert search.vector_scan(31_500, 31_500, 1_010_845, 50, ef, 1, 31_000) == "graph"  # and a titled few
+    assert search.vector_scan(31_000, 31_000, 1_010_845, 50, ef) == "quantized"  # no graph: as before
+    assert search.vector_scan(6_000, 6_000, 100_000, 50, ef, 1, 6_000) == "graph"
+    assert search.vector_scan(4_000, 4_000, 100_000, 50, ef, 1, 4_000) == "exact"  # smaller than a walk
+    assert search.vector_scan(40_000, 40_000, 1_010_845, 50, ef, 20, 40_000) == "quantized"  # 20 small ones
+    heard: list[tuple[int, int]] = []
+    choose = search.vector_scan
+
+    def spy(*args: Any) -> search.Scan:
+        heard.append(args[5:7])
+        return "graph" if args[5] else choose(*args)
+
+    monkeypatch.setattr(search, "vector_scan", spy)
+    with GhostMem(dsn=store, owner="ann", embedder=HashEmbedder()) as gm:
+        import_generic(gm, tmp_path / "a.jsonl", _convs("alpha", 4, "a") + _convs("beta", 2, "b"))
+        rows, text, params = _search(gm, "beta")
+        assert heard[-1] == (0, 0) and _walked(gm, text, params) == set()
+        assert params["ungraphed"] == ["beta"] and {r["conv_id"] for r in rows} == {"b0", "b1"}
+        rows, text, params = _search(gm, "a")  # alpha (a graph, 20 rows) and beta (none)
+        assert heard[-1] == (1, 20) and _walked(gm, text, params) == {graph_name("ann", "alpha")}
+        assert params["ungraphed"] == ["beta"]
+        assert {r["conv_id"] for r in rows} == {"a0", "a1", "a2", "a3", "b0", "b1"}
+        for filters in ({"days": 30}, {"platform": "generic"}):
+            args = SearchPersonalMemoryArgs(query="deploy plan", mode="vector", project="alpha", **filters)
+            seen: list[tuple[str, Any]] = []
+            with gm.connection() as conn:
+                run_sync(
+                    recording(search_messages(gm.context, args, depth=60), conn, seen), conn, gm.embedder
+                )
+            assert heard[-1] == (0, 0) and _walked(gm, *seen[-1]) == set(), filters
+        with gm.connection() as conn:
+            assert conn.execute("SELECT ghostmem.drop_project_graphs()").fetchone() == (1,)
+        assert _walked(gm, *_search(gm, "alpha")[1:]) == set() and heard[-1] == (0, 0)
+        with gm.connection() as conn:
+            assert maintenance.build_project_graphs(conn, "ann") == 1
+            assert maintenance.build_project_graphs(conn, "ann") == 0  # built once
+        assert _walked(gm, *_search(gm, "alpha")[1:]) == {graph_name("ann", "alpha")}
+
+
+def test_a_role_that_may_not_build_or_drop_the_graphs_cannot(
+    store: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An application's login (`grant-app`, read-write) and one granted the runtime role may execute neither
+    function (PUBLIC may not), nor create or drop an index on the compact vectors themselves; the application's
+    import still succeeds (it skips the build: its project gets none) and its project searches walk the graph the
+    owner built and find the same."""
+    with GhostMem(dsn=store, owner="ann", embedder=HashEmbedder()) as gm:
+        import_generic(gm, tmp_path / "a.jsonl", _convs("alpha", 4, "a"))
+    app = f"ghostmem_app_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(store, autocommit=True) as admin:
+        (name,) = graphs(admin)
+        admin.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(app)))
+        admin.execute("SELECT ghostmem.grant_app(%s, 'ghostmem_runtime')", (app,))
+    info = psycopg.conninfo.conninfo_to_dict(store)
+    info["user"] = app
+    app_dsn = psycopg.conninfo.make_conninfo(**info)
+    try:
+        with psycopg.connect(app_dsn, autocommit=True) as conn:
+            for role in (None, "ghostmem_runtime"):
+                if role:
+                    conn.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(role)))
+                for statement in (
+                    "SELECT ghostmem.build_project_graphs('ann')",
+                    "SELECT ghostmem.drop_project_graphs()",
+                    f"DROP INDEX ghostmem.{name}",
+                    "CREATE INDEX mine ON ghostmem.message_vectors USING hnsw (embedding halfvec_cosine_ops)"
+                    " WHERE owner = 'ann' AND project = 'beta'",
+                ):
+                    with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                        conn.execute(statement)
+        monkeypatch.setattr(search, "vector_scan", lambda *_: "graph")  # where there is one: small projects
+        with GhostMem(dsn=app_dsn, owner="ann", embedder=HashEmbedder()) as gm:
+            import_generic(gm, tmp_path / "b.jsonl", _convs("beta", 4, "b"))
+            rows, text, params = _search(gm, "beta")
+            assert _walked(gm, text, params) == set() and {r["conv_id"] for r in rows} == {
+                f"b{i}" for i in range(4)
+            }
+            rows, text, params = _search(gm, "alpha")
+            assert _walked(gm, text, params) == {name} and {r["conv_id"] for r in rows} == {
+                f"a{i}" for i in range(4)
+            }
+        with psycopg.connect(store) as admin:
+            assert set(graphs(admin)) == {name}
+    finally:
+        with psycopg.connect(store, autocommit=True) as admin:
+            admin.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(app)))
+            admin.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(app)))
+
+
+def test_a_killed_build_leaves_nothing_half_made(store: str, tmp_path: Path) -> None:
+    """A build killed while it waits on the table (a writer holds it) or runs leaves no index, valid or not, and
+    the next build makes every graph."""
+    with GhostMem(dsn=store, owner="ann", embedder=HashEmbedder()) as gm:
+        with gm.connection() as conn:
+            conn.execute("UPDATE ghostmem.settings SET value = '1000000' WHERE key = 'project_graph_rows'")
+        import_generic(gm, tmp_path / "a.jsonl", _convs("alpha", 4, "a") + _convs("beta", 4, "b"))
+    with psycopg.connect(store, autocommit=True) as admin:
+        assert graphs(admin) == {}
+        admin.execute(
+            "UPDATE ghostmem.settings SET value = %s WHERE key = 'project_graph_rows'", (str(SIZE),)
+        )
+        with psycopg.connect(store) as writer:  # a writer's open transaction: the build waits for it
+            writer.execute("LOCK TABLE ghostmem.message_vectors IN ROW EXCLUSIVE MODE")
+            builder = psycopg.connect(store, autocommit=True)
+            pid = builder.info.backend_pid
+            failed: list[BaseException] = []
+
+            def build() -> None:
+                try:
+                    builder.execute("SELECT ghostmem.build_project_graphs('ann')")
+                except psycopg.Error as error:
+                    failed.append(error)
+
+            thread = threading.Thread(target=build)
+            thread.start()
+            for _ in range(200):
+                waiting = admin.execute(
+                    "SELECT wait_event_type FROM pg_stat_activity WHERE pid = %s", (pid,)
+                ).fetchone()
+                if waiting == ("Lock",):
+                    break
+                time.sleep(0.05)
+            assert waiting == ("Lock",)
+            admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+            thread.join(10)
+            builder.close()
+            assert failed
+        assert graphs(admin) == {}
+        assert admin.execute(
+            "SELECT count(*) FROM pg_index WHERE indrelid = 'ghostmem.message_vectors'::regclass AND NOT indisvalid"
+        ).fetchone() == (0,)
+        assert admin.execute("SELECT ghostmem.build_project_graphs('ann')").fetchone() == (2,)
+        assert set(graphs(admin)) == {graph_name("ann", "alpha"), graph_name("ann", "beta")}
+
+
+def test_the_migration_builds_the_graphs_of_the_projects_already_large(server_dsn: str) -> None:
+    """A store at 154 holding a project of 5,000 messages with vectors and one of 4,999 (another owner's project of
+    the same name with 10): migration 155 builds the graph of the first alone, valid, on the rows of its owner and
+    project only."""
+    with (
+        fresh_database(server_dsn, "ghostmem_pgraph_up") as dsn,
+        psycopg.connect(dsn, autocommit=True) as conn,
+    ):
+        migrations.migrate(conn, 384, "hash", "ghostmem_runtime", upto=154)
+        for owner, project, n in (("ann", "big", 5000), ("ann", "almost", 4999), ("bob", "big", 10)):
+            conn.execute(
+                "INSERT INTO ghostmem.conversations (owner, tier, conv_id, platform, project, msg_count)"
+                " VALUES (%s, 'personal', %s, 'generic', %s, %s)",
+                (owner, project, project, n),
+            )
+            conn.execute(
+                "INSERT INTO ghostmem.messages (owner, tier, conv_id, seq, native_id, role, text, platform, project,"
+                " content_hash, embedding)"
+                " SELECT %(owner)s, 'personal', %(project)s, i, 'm' || i, 'user', 'words ' || i, 'generic',"
+                " %(project)s, sha256(convert_to(%(owner)s || i, 'UTF8')),"
+                " (SELECT array_agg(sin(i * 7 + d))::vector FROM generate_series(1, 384) d)"
+                " FROM generate_series(1, %(n)s) i",
+                {"owner": owner, "project": project, "n": n},
+            )
+        assert graphs(conn) == {}
+        assert "155_project_graphs" in migrations.migrate(conn, 384, "hash", "ghostmem_runtime")
+        assert graphs(conn) == {
+            graph_name("ann", "big"): "((owner = 'ann'::text) AND (project = 'big'::text))"
+        }
+        assert conn.execute(
+            "SELECT i.indisvalid FROM pg_index i WHERE i.indexrelid = ('ghostmem.' || %s)::regclass",
+            (graph_name("ann", "big"),),
+        ).fetchone() == (True,)
