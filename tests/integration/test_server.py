@@ -6,6 +6,7 @@ import json
 import os
 from pathlib import Path
 
+import psycopg
 import pytest
 from ghostmem import DatabaseUnavailable, GhostMem, HashEmbedder
 from support.cli import ghostmem
@@ -31,6 +32,21 @@ def test_embedded_server_lifecycle_and_doctor(embedded_home: Path) -> None:
     assert report["checks"]["vector"]["ok"] and report["checks"]["pg_trgm"]["ok"]
     assert report["checks"]["model"] == {"ok": True, "name": "hash", "dim": 384}
     assert "applied" in report["checks"]["migrations"]
+    # a size set in the server lasts over a restart started without GHOSTMEM_SHARED_BUFFERS (as an MCP client's)
+    dsn = json.loads(ghostmem("db", "status", "--json", env=env).stdout)["dsn"]
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("ALTER SYSTEM SET shared_buffers = '144MB'")
+    assert ghostmem("db", "stop", env=env).returncode == 0
+    unset = {k: v for k, v in env.items() if k != "GHOSTMEM_SHARED_BUFFERS"}
+    assert (
+        json.loads(ghostmem("doctor", "--json", env=unset).stdout)["checks"]["server"]["shared_buffers"]
+        == "144MB"
+    )
+    assert ghostmem("db", "stop", env=env).returncode == 0
+    assert (
+        json.loads(ghostmem("doctor", "--json", env=env).stdout)["checks"]["server"]["shared_buffers"]
+        == "160MB"
+    )
 
 
 def test_dead_dsn_in_python_raises_database_unavailable() -> None:

@@ -10,7 +10,8 @@ ghostmem adds only the search bit (``o+x``) where it is missing and logs a warni
 changed — it never silently opens a home directory for listing.
 
 Memory: ``shared_buffers`` is a quarter of the machine's memory (or of a container's limit), between 128MB and
-4GB (``GHOSTMEM_SHARED_BUFFERS`` sets it, e.g. ``512MB``). PostgreSQL touches that memory only as it caches pages,
+4GB (``GHOSTMEM_SHARED_BUFFERS`` sets it, e.g. ``512MB``, and so does ``ALTER SYSTEM SET shared_buffers`` in the
+server, for every later start; docs/server.md). PostgreSQL touches that memory only as it caches pages,
 so a small store uses little of it; a large one keeps its search indexes in the server's own cache instead of
 copying them from the operating system's on every search (at a million messages, the HNSW graph alone is 1.8GB).
 ``pg_prewarm``'s autoprewarm worker records which pages the cache held and reads them back after a restart, so the
@@ -24,6 +25,7 @@ import hashlib
 import importlib.util
 import logging
 import os
+import re
 import stat
 import subprocess
 import time
@@ -65,11 +67,24 @@ def memory_bytes() -> int:
     return physical
 
 
-def shared_buffers() -> str:
-    """The server's ``shared_buffers``: ``GHOSTMEM_SHARED_BUFFERS``, else a quarter of memory, 128MB to 4GB."""
+# A setting made with ALTER SYSTEM, which PostgreSQL keeps in the data directory and reads at every start.
+_SYSTEM_SETTING = re.compile(r"^\s*shared_buffers\s*=", re.MULTILINE)
+
+
+def shared_buffers(pgdata: Path | None = None) -> str | None:
+    """The ``shared_buffers`` to start the server with: ``GHOSTMEM_SHARED_BUFFERS``; else None when the data
+    directory sets it (``ALTER SYSTEM SET shared_buffers``: a choice that lasts whatever environment starts the
+    server, an MCP client's included, which a command line option would override); else a quarter of memory, 128MB
+    to 4GB."""
     configured = os.environ.get("GHOSTMEM_SHARED_BUFFERS")
     if configured:
         return configured
+    if pgdata is not None:
+        try:
+            if _SYSTEM_SETTING.search((pgdata / "postgresql.auto.conf").read_text(errors="replace")):
+                return None
+        except OSError:
+            pass  # no data directory yet, or not readable: nothing set there
     quarter_mb = memory_bytes() // 4 // 2**20
     return f"{min(max(quarter_mb, _MIN_SHARED_BUFFERS_MB), _MAX_SHARED_BUFFERS_MB)}MB"
 
@@ -114,7 +129,10 @@ class EmbeddedServer:
                 return current
             self._init_pgdata()
             socket_dir = self._socket_dir()
-            options = f"-h '' -k {socket_dir} -c max_connections=200 -c shared_buffers={shared_buffers()}"
+            options = f"-h '' -k {socket_dir} -c max_connections=200"
+            memory = shared_buffers(self.pgdata)
+            if memory is not None:
+                options += f" -c shared_buffers={memory}"
             if (_install_dir() / "lib" / "pg_prewarm.so").exists():
                 options += " -c shared_preload_libraries=pg_prewarm"
             self._pg_ctl("-w", "-t", "60", "-l", str(self.logfile), "-o", options, "start")
