@@ -12,6 +12,7 @@ import argparse
 import difflib
 import json
 import logging
+import os
 import shlex
 import sys
 import types
@@ -777,7 +778,23 @@ def check_usage(args: argparse.Namespace) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; an error is one sentence on stderr, or with ``--json`` a JSON object on stdout
-    (``{"error": ..., "type": ..., "exit_code": ...}``), and the exit status is nonzero (2; 130 when interrupted)."""
+    (``{"error": ..., "type": ..., "exit_code": ...}``), and the exit status is nonzero (2; 130 when interrupted).
+    When whatever reads the output stops reading (``ghostmem recent | head``), the command stops silently with status
+    141, as a program that SIGPIPE ends (Python ignores the signal: each write then raised BrokenPipeError, and its
+    traceback was printed)."""
+    try:
+        try:
+            return _main(argv)
+        finally:  # here, not at the interpreter's exit, whatever fits in the buffer meets a reader that has gone
+            sys.stdout.flush()
+    except BrokenPipeError:
+        # what is still buffered cannot be written either: stdout goes nowhere, so the interpreter's last flush at
+        # exit does not fail again ("Exception ignored ... BrokenPipeError")
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141  # 128 + SIGPIPE: what a shell reports for a program the signal ended
+
+
+def _main(argv: Sequence[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     try:

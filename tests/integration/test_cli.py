@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +14,7 @@ import pytest
 from ghostmem import GhostMem, HashEmbedder, InvalidArgument
 from ghostmem.cli import build_parser, main, sample_exports
 from ghostmem.db import redact_dsn
+from ghostmem.records import MessageRecord
 from support.cli import ghostmem
 
 FIXTURES = sample_exports()
@@ -206,3 +209,22 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as done:
         main(["--version"])
     assert done.value.code == 0 and capsys.readouterr().out.strip() == f"ghostmem {version('ghostmem')}"
+
+
+def test_a_reader_that_stops_reading_ends_the_command_silently(gm: GhostMem) -> None:
+    """`ghostmem recent | head -3` (a newcomer's first look at a long list): when whatever reads the output has gone,
+    the command stops with status 141, as one that SIGPIPE ends, and says nothing; it printed BrokenPipeError's
+    traceback (a write in the middle) or 'Exception ignored ... BrokenPipeError' (the last flush at exit)."""
+    gm.capture_append(
+        "c", [MessageRecord(native_id="", role="user", text="hello there")], platform="langchain"
+    )
+    command = [sys.executable, "-m", "ghostmem.cli", "--dsn", gm.dsn, "--owner", gm.owner]
+    proc = subprocess.Popen(
+        [*command, "recent", "--days", "36500"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # the reader is gone before the command writes a line
+    said = proc.stderr.read().decode()
+    assert proc.wait(timeout=300) == 141 and said == "", said
