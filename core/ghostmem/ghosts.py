@@ -74,17 +74,20 @@ def search_ghost_memories(ctx: OpContext, args: SearchGhostMemoriesArgs) -> Prog
     claimed = _claimed(ctx, args.current_project)
     query = args.query.strip()
     yield from _act_as_runtime(ctx, claimed)
+    visible = "SELECT agent.has_visible_ghosts(%s, %s) AS any"
     vector = None
     if query:
-        visible = yield Query("SELECT agent.has_visible_ghosts(%s, %s) AS any", (ctx.owner, claimed))
-        if not visible[0]["any"]:
-            return GhostList(query=query, current_project=claimed, rows=[])
+        found = yield Query(visible, (ctx.owner, claimed))
+        if not found[0]["any"]:
+            return GhostList(query=query, current_project=claimed, rows=[], none_visible=True)
         vector = yield Embed(query)
     rows = yield Query(
         "SELECT * FROM agent.search_ghost_ranked(%s, %s, %s, %s::vector, %s, %s, %s)",
         (ctx.owner, claimed, query, vector, japanese.terms(query), args.formula, args.limit),
     )
-    return GhostList(query=query, current_project=claimed, rows=[_memory(r) for r in rows])
+    # an overview that lists nothing: is there nothing at all here, or nothing its ranking keeps?
+    none = not rows and not query and not (yield Query(visible, (ctx.owner, claimed)))[0]["any"]
+    return GhostList(query=query, current_project=claimed, rows=[_memory(r) for r in rows], none_visible=none)
 
 
 def remember(ctx: OpContext, args: RememberArgs) -> Program[RememberResult]:

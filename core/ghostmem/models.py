@@ -125,6 +125,8 @@ class GhostList(_Model):
     query: str
     current_project: str | None = None
     rows: list[GhostMemoryRow]
+    # no memory of the owner applies here at all (none stored, or only other projects'): no words would find one
+    none_visible: bool = False
 
 
 class RememberResult(_Model):

@@ -340,10 +340,16 @@ def _ghost_labelled(row: GhostMemoryRow, where: str, reader: Reader) -> list[str
 
 
 def ghost_list(result: GhostList, reader: Reader = FOR_MODELS) -> str:
-    if not result.rows:
-        return "No ghost memories match." + (
-            "" if result.query else reader.words.say(" None stored yet: use ", Op("remember"), ".")
+    if (
+        result.none_visible
+    ):  # "None stored yet" was said to an overview of a project whose rules are elsewhere
+        return reader.words.say(
+            "No ghost memory that applies here is stored yet (none at all, or only other projects'): ",
+            Op("remember"),
+            " stores one.",
         )
+    if not result.rows:
+        return "No ghost memories match."
     return _bounded([ghost_row(r, reader) for r in result.rows])
 
 

@@ -47,7 +47,10 @@ CASES: dict[str, tuple[list[str], str]] = {
         ["summary", CONV, "--max-messages", "2"],
         "(`ghostmem show` reads them)",
     ),
-    "render.ghost_list: No ghost memories match.": (["ghosts"], "None stored yet: use `ghostmem remember`."),
+    "render.ghost_list: No ghost memory that applies here is sto": (
+        ["ghosts", "deploy rules"],
+        "(none at all, or only other projects'): `ghostmem remember` stores one.",
+    ),
     "ops.validation_error_parts: invalid arguments for ": (
         ["recent", "--days", "0"],
         "invalid arguments for `ghostmem recent`: --days: ",

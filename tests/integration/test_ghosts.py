@@ -854,3 +854,24 @@ def test_enrich_gives_japanese_words_to_ghost_memories_stored_without_them(
     gm.enrich()
     assert next(r.content for r in gm.search_ghost_memories(JA_QUERY, limit=3).data.rows) == JA_RULE
     assert fill_memory_words(admin, owner) == 0  # nothing left to fill
+
+
+def test_an_empty_answer_says_whether_anything_applies_here(gm: GhostMem) -> None:
+    """An overview that lists nothing said "None stored yet" even to an agent of a project whose owner keeps its
+    rules in another project, and a search on a store without any said only "No ghost memories match": each now says
+    that nothing that applies here is stored (whether it asked with words or not); once a rule applies here, the
+    overview lists it."""
+    nothing = (
+        "No ghost memory that applies here is stored yet (none at all, or only other projects'): remember"
+    )
+    for query, project in (("", None), ("deploy rules", None), ("", "webapp")):
+        empty = gm.search_ghost_memories(query=query, current_project=project)
+        assert empty.data.none_visible and empty.text.startswith(nothing), (query, project)
+    gm.remember(content="Tag every billing release.", scope="project", project="billing")
+    for query in ("", "deploy rules"):
+        elsewhere = gm.search_ghost_memories(query=query, current_project="webapp")
+        assert elsewhere.data.rows == [] and elsewhere.text.startswith(nothing), query
+    assert gm.search_ghost_memories(query="", current_project="billing").data.rows
+    gm.remember(content="Run the webapp migrations before its tests.", scope="project", project="webapp")
+    listed = gm.search_ghost_memories(query="", current_project="webapp")
+    assert listed.data.rows and not listed.data.none_visible

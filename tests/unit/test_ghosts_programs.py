@@ -86,10 +86,22 @@ def test_japanese_words_go_with_the_query_and_the_content() -> None:
 
 def test_an_empty_query_embeds_nothing() -> None:
     steps, result = drive(
-        ghosts.search_ghost_memories(OpContext(owner="o"), SearchGhostMemoriesArgs()), [NO_REFUSAL, []]
+        ghosts.search_ghost_memories(OpContext(owner="o"), SearchGhostMemoriesArgs()),
+        [NO_REFUSAL, [], [{"any": False}]],
     )
     assert not any(isinstance(s, Embed) for s in steps)
-    assert steps[-1].params[3] is None and result.rows == []
+    assert steps[1].params[3] is None and result.rows == []
+    # an overview that lists nothing asks whether anything applies here at all (its hint says what is true)
+    assert "has_visible_ghosts" in steps[2].text and result.none_visible
+    _, kept_elsewhere = drive(
+        ghosts.search_ghost_memories(OpContext(owner="o"), SearchGhostMemoriesArgs()),
+        [NO_REFUSAL, [], VISIBLE],
+    )
+    assert not kept_elsewhere.none_visible
+    steps, listed = drive(
+        ghosts.search_ghost_memories(OpContext(owner="o"), SearchGhostMemoriesArgs()), [NO_REFUSAL, [MEMORY]]
+    )
+    assert len(steps) == 2 and not listed.none_visible  # a list is not asked about
 
 
 def test_a_query_with_no_memory_visible_embeds_nothing_and_calls_no_search() -> None:
@@ -98,14 +110,14 @@ def test_a_query_with_no_memory_visible_embeds_nothing_and_calls_no_search() -> 
         [NO_REFUSAL, [{"any": False}]],
     )
     assert len(steps) == 2 and not any(isinstance(s, Embed) for s in steps)
-    assert result.query == "deploys" and result.rows == []
+    assert result.query == "deploys" and result.rows == [] and result.none_visible
 
 
 def test_a_bound_project_wins_over_the_models_argument() -> None:
     ctx = OpContext(owner="o", current_project="bound")
     steps, _ = drive(
         ghosts.search_ghost_memories(ctx, SearchGhostMemoriesArgs(current_project="claimed")),
-        [NO_REFUSAL, []],
+        [NO_REFUSAL, [], VISIBLE],
     )
     assert steps[0].params == ("bound",) and steps[1].params[1] == "bound"
     steps, _ = drive(
