@@ -260,15 +260,19 @@ class LoadStats:
 
 
 def secondary_indexes(conn: psycopg.Connection[Any]) -> list[tuple[str, str, str]]:
-    """(schema, name, definition) of every index on the memory tables that does not back a constraint."""
+    """(schema, name, definition) of every index on the memory tables (and on the compact vectors, whose HNSW
+    graph per owner a bulk load would otherwise grow row by row) that does not back a constraint. An index of the
+    partitioned table is printed ``ON ONLY`` it (its partitions' indexes attached one by one): built again without
+    ``ONLY``, it is built on every partition."""
     rows = conn.execute(
         """
-        SELECT n.nspname, i.relname, pg_get_indexdef(x.indexrelid)
+        SELECT n.nspname, i.relname,
+               replace(pg_get_indexdef(x.indexrelid), ' ON ONLY ghostmem.', ' ON ghostmem.')
         FROM pg_index x
         JOIN pg_class i ON i.oid = x.indexrelid
         JOIN pg_class t ON t.oid = x.indrelid
         JOIN pg_namespace n ON n.oid = i.relnamespace
-        WHERE n.nspname = 'ghostmem' AND t.relname IN ('messages', 'conversations')
+        WHERE n.nspname = 'ghostmem' AND t.relname IN ('messages', 'conversations', 'message_vectors')
           AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conindid = x.indexrelid)
         ORDER BY i.relname
         """

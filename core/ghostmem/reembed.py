@@ -40,13 +40,16 @@ class VectorColumn:
 
 
 def vector_columns(conn: Connection[Any]) -> list[VectorColumn]:
+    """The vector columns of ghostmem's tables; of a partitioned table (the compact copies, partitioned by owner since
+    migration 163) its own column, which its partitions follow."""
     rows = conn.execute(
         """
         SELECT n.nspname, c.relname, a.attname, a.attnotnull, a.atttypid::regtype::text
         FROM pg_attribute a
         JOIN pg_class c ON c.oid = a.attrelid
         JOIN pg_namespace n ON n.oid = c.relnamespace
-        WHERE a.atttypid IN ('vector'::regtype, 'halfvec'::regtype) AND c.relkind = 'r' AND NOT a.attisdropped
+        WHERE a.atttypid IN ('vector'::regtype, 'halfvec'::regtype) AND c.relkind IN ('r', 'p')
+          AND NOT c.relispartition AND NOT a.attisdropped
           AND n.nspname = ANY(%s)
         ORDER BY 1, 2, 3
         """,
@@ -56,7 +59,9 @@ def vector_columns(conn: Connection[Any]) -> list[VectorColumn]:
 
 
 def _vector_indexes(conn: Connection[Any]) -> list[tuple[str, str, str]]:
-    """(schema, index name, CREATE INDEX statement) of every index on a vector column."""
+    """(schema, index name, CREATE INDEX statement) of every index on a ``vector`` column. The HNSW graphs of the
+    compact copies' partitions (``halfvec``) are rebuilt by their column's retyping, on the copies emptied first,
+    and grow as the messages get their new vectors, as they do on every write."""
     rows = conn.execute(
         """
         SELECT DISTINCT n.nspname, ic.relname, pg_get_indexdef(i.indexrelid)

@@ -11,11 +11,12 @@ Search ranks *messages* with two legs and fuses them by reciprocal rank (``1 / (
   project filters are checked on the fetched rows, so no filter or common word makes the leg read every match.
   A message is ranked as the document of its window (itself and its neighbours in the thread): a candidate lends
   its query lexemes to both neighbours, and the window's BM25 counts its messages' length.
-* **vector**: pgvector HNSW over message embeddings, with iterative scans so that owner, tier, time, platform and
-  project filters apply inside the scan and a narrow filter still yields its rows (:func:`vector_depth` says how
-  many); or, when that is cheaper (:func:`vector_scan`), every row of the search's scope read from compact
-  half-precision copies (migration 101), or ranked by their bits (migration 110) and the nearest ranked again. It
-  does not count for a query in CJK scripts (:func:`vector_weight`: the default model reads English).
+* **vector**: pgvector HNSW over the owner's own graph (migration 163: the compact half-precision copies of the
+  message embeddings, migration 101, partitioned by owner, an HNSW index each), with iterative scans so that tier,
+  time, platform and project filters apply inside the scan and a narrow filter still yields its rows
+  (:func:`vector_depth` says how many); or, when that is cheaper (:func:`vector_scan`), every row of the search's
+  scope read from the compact copies, or ranked by their bits (migration 110) and the nearest ranked again. It does
+  not count for a query in CJK scripts (:func:`vector_weight`: the default model reads English).
 
 The statement's sizes and constants are literals and the search transaction asks for generic plans, so a
 connection plans it once (psycopg prepares it on its sixth run).
@@ -71,6 +72,12 @@ WIDE_VECTOR_PER_HIT = 2  # ... and the vector leg gives this many per requested 
 WIDE_VECTOR_DEPTH_MIN = 20  # ... and at least this many
 HNSW_EF_SEARCH = 100  # candidates an HNSW search keeps (pgvector's default is 40)
 PROJECT_GRAPH_EF_SEARCH = 200  # ... and a walk of a project's own graph (migration 155)
+# Candidates the vector leg's walk of an owner's graph keeps (hnsw.ef_search; migration 163: a graph of the owner's
+# own): MESSAGE_EF_SEARCH for a graph of up to MESSAGE_EF_ROWS messages, and MESSAGE_EF_PER_DECADE more for each
+# tenfold beyond, so 200 at a million (see message_ef_search).
+MESSAGE_EF_SEARCH = 100
+MESSAGE_EF_ROWS = 100_000
+MESSAGE_EF_PER_DECADE = 100
 # JIT compilation off for the rest of a read's transaction: the message search and the LangGraph store's search are
 # estimated above PostgreSQL's default jit_above_cost (100,000) at sizes a store reaches, and a server built with JIT
 # would compile their expressions on every call, tens of milliseconds for statements that run in a few
@@ -203,6 +210,12 @@ titled AS MATERIALIZED (
 
 
 _OWNER_FILTER = sql.SQL("m.owner = %(owner)s AND m.tier = ANY(%(tiers)s)")
+# ghostmem.message_vectors is partitioned by owner (migration 163) and read with the owner as a constant: the planner
+# then keeps only the owner's partition in the plan, and its generic plan walks that partition's HNSW graph. With
+# the owner as a parameter a generic plan keeps every owner's partition (pruned when it runs) and, at a few hundred
+# owners, sorts the owner's rows instead of merging a walk of every partition's graph (9 ms against 0.3 ms for
+# 10,000 messages beside 1,000 empty partitions).
+_PARTITION_FILTER = "m.owner = {owner_constant} AND m.tier = ANY(%(tiers)s)"
 # The lexical leg's fetches read through the GIN index of words keyed by owner alone (migration 102: the owner's
 # own posting lists) and check owner and tier on the rows they fetch (the legs stop at their LIMIT): the owner is
 # compared as an expression no btree index matches. With the plain
@@ -213,15 +226,17 @@ _OWNER_FILTER = sql.SQL("m.owner = %(owner)s AND m.tier = ANY(%(tiers)s)")
 _OWNER_CHECK = sql.SQL("m.owner || '' = %(owner)s AND m.tier = ANY(%(tiers)s)")
 
 
-def _message_filters(args: SearchPersonalMemoryArgs) -> sql.Composed:
-    """Every filter of a search (``m`` = ghostmem.messages): the vector leg applies them inside its scan."""
-    return sql.SQL(" AND ").join([_OWNER_FILTER, *_scope_filters(args)])
+def _partition_filter(plan: _Plan) -> sql.Composable:
+    """:data:`_PARTITION_FILTER` with the search's owner written in (see :func:`_written`: an owner ``100%`` failed
+    its searches, and one named ``me%%`` read the partition of ``me%``)."""
+    return sql.SQL(_PARTITION_FILTER).format(owner_constant=plan.literals["owner_constant"])
 
 
-def _exact_filters(args: SearchPersonalMemoryArgs) -> sql.Composed:
-    """The same filters on ``m`` = ghostmem.message_vectors or ghostmem.message_bits, for an exact or quantized scan
-    (the project as a list)."""
-    return sql.SQL(" AND ").join([_OWNER_FILTER, *_scope_filters(args, _LISTED_PROJECT_FILTER)])
+def _vector_filters(args: SearchPersonalMemoryArgs, owner: sql.Composable | None = None) -> sql.Composed:
+    """Every filter of a search on ``m`` = ghostmem.message_vectors (``owner``: :func:`_partition_filter`) or
+    ghostmem.message_bits (the owner a parameter), the project as a list: the vector leg applies them inside its
+    scan."""
+    return sql.SQL(" AND ").join([owner or _OWNER_FILTER, *_scope_filters(args, _LISTED_PROJECT_FILTER)])
 
 
 def _kept(args: SearchPersonalMemoryArgs) -> sql.Composable:
@@ -341,12 +356,14 @@ lex AS (
     LIMIT {depth}
 )"""
 
+# A wide scope walks the HNSW graph of the owner's partition of the compact vectors (migration 163), the filters
+# checked on the rows it passes over.
 _HNSW_SCAN = """
 vec_scan AS MATERIALIZED (
-    SELECT m.id, m.tier, m.conv_id, m.embedding <=> %(qvec)s::vector AS dist
-    FROM ghostmem.messages m
-    WHERE {filters} AND m.embedding IS NOT NULL
-    ORDER BY m.embedding <=> %(qvec)s::vector
+    SELECT m.id, m.tier, m.conv_id, m.embedding <=> %(qvec)s::vector::halfvec AS dist
+    FROM ghostmem.message_vectors m
+    WHERE {filters}
+    ORDER BY m.embedding <=> %(qvec)s::vector::halfvec
     LIMIT {vec_depth}
 )"""
 
@@ -355,9 +372,12 @@ vec_scan AS MATERIALIZED (
 # sub-select): in the generic plan a cast of the parameter is computed again for every row (a third of the scan).
 # Messages at the same distance (the same text, said again) are taken by id, as _VECTOR_RANK ranks them: the LIMIT
 # cuts a tie the same way whichever scan reads it (in the order the sort met them, an exact and a quantized scan
-# returned different messages of the same data, and never the first ones).
+# returned different messages of the same data, and never the first ones). The distance is cosine_distance(), the
+# function behind `<=>`, which no index answers: ordered by `<=>`, a generic plan could walk the owner's graph
+# (migration 163) in the distance's order instead, approximate and, under a narrow filter, long (a project at
+# 10,000 messages: 7.5 against 1.9 ms).
 _EXACT_ROWS = """
-    SELECT m.id, m.tier, m.conv_id, m.embedding <=> (SELECT %(qvec)s::vector::halfvec) AS dist
+    SELECT m.id, m.tier, m.conv_id, cosine_distance(m.embedding, (SELECT %(qvec)s::vector::halfvec)) AS dist
     FROM ghostmem.message_vectors m
     WHERE {filters}
     ORDER BY 4, 1
@@ -368,12 +388,13 @@ _EXACT_SCAN = "\nvec_scan AS MATERIALIZED (" + _EXACT_ROWS + ")"
 # A larger scope (vector_scan) is ranked by the Hamming distance of its quantized vectors (migration 110: one bit a
 # dimension, a narrow table), and its nearest `candidates` are ranked again by their compact vectors' distance
 # (one index scan of message_vectors' primary key for all of them), so the rows come back in the order of the
-# exact scan's distances; quantized_candidates are enough to find nearly all of the exact scan's rows.
+# exact scan's distances (cosine_distance, as there); quantized_candidates are enough to find nearly all of the exact
+# scan's rows.
 _QUANTIZED_SCAN = """
 vec_scan AS MATERIALIZED (
-    SELECT v.id, v.tier, v.conv_id, v.embedding <=> (SELECT %(qvec)s::vector::halfvec) AS dist
+    SELECT v.id, v.tier, v.conv_id, cosine_distance(v.embedding, (SELECT %(qvec)s::vector::halfvec)) AS dist
     FROM ghostmem.message_vectors v
-    WHERE v.owner = %(owner)s AND v.id = ANY(ARRAY(
+    WHERE v.owner = {owner_constant} AND v.id = ANY(ARRAY(
         SELECT m.id FROM ghostmem.message_bits m
         WHERE {filters}
         ORDER BY m.bits <~> (SELECT binary_quantize(%(qvec)s::vector)), m.id
@@ -422,12 +443,13 @@ _UNGRAPHED_FILTER = sql.SQL(
 def _graph_scan(args: SearchPersonalMemoryArgs, plan: _Plan) -> sql.Composed:
     """The vector leg of _GRAPH_SCAN: an arm per graph (the other filters checked on its rows), one for the rest."""
     others = sql.SQL(" AND ").join([sql.SQL("m.tier = ANY(%(tiers)s)"), *_scope_filters(args, None)])
-    owner = _written(plan.params["owner"])
     arms = [
-        sql.SQL(_GRAPH_ARM).format(owner=owner, project=_written(project), filters=others, **plan.literals)
+        sql.SQL(_GRAPH_ARM).format(
+            owner=plan.literals["owner_constant"], project=_written(project), filters=others, **plan.literals
+        )
         for project in plan.graphs
     ]
-    rest = sql.SQL(" AND ").join([_OWNER_FILTER, *_scope_filters(args, _UNGRAPHED_FILTER)])
+    rest = sql.SQL(" AND ").join([_partition_filter(plan), *_scope_filters(args, _UNGRAPHED_FILTER)])
     arms.append(sql.SQL("(" + _EXACT_ROWS + ")").format(filters=rest, **plan.literals))
     return sql.SQL(_GRAPH_SCAN).format(arms=sql.SQL(" UNION ALL ").join(arms), **plan.literals)
 
@@ -492,13 +514,13 @@ def _fused_messages(args: SearchPersonalMemoryArgs, plan: _Plan) -> sql.Composed
     if plan.lexical:
         legs.append(sql.SQL(_LEXICAL_LEG).format(owner=_OWNER_CHECK, kept=_kept(args), **plan.literals))
     if plan.vector:
-        if plan.scan == "hnsw":
-            scan = sql.SQL(_HNSW_SCAN).format(filters=_message_filters(args), **plan.literals)
-        elif plan.scan == "graph":
+        if plan.scan == "graph":
             scan = _graph_scan(args, plan)
         else:
-            shape = _EXACT_SCAN if plan.scan == "exact" else _QUANTIZED_SCAN
-            scan = sql.SQL(shape).format(filters=_exact_filters(args), **plan.literals)
+            # message_bits is one table, the owner a parameter; message_vectors is read with the owner a constant
+            owner = None if plan.scan == "quantized" else _partition_filter(plan)
+            shape = {"hnsw": _HNSW_SCAN, "exact": _EXACT_SCAN, "quantized": _QUANTIZED_SCAN}[plan.scan]
+            scan = sql.SQL(shape).format(filters=_vector_filters(args, owner), **plan.literals)
         legs += [scan, sql.SQL(_VECTOR_RANK)]
     if plan.lexical and plan.vector:
         bonus = _SPEAKER_BONUS_SQL.format(**plan.literals) if plan.params.get("speakers") else sql.SQL("")
@@ -581,6 +603,10 @@ def vector_depth(limit: int, depth: int, share: float | None) -> int:
 _COUNTED = sql.SQL("c.owner = p.owner AND c.tier = ANY(p.tiers)")  # an owner's rows of the counts of 092
 _OWNER_ROWS = sql.SQL("(SELECT coalesce(sum(c.n), 0) FROM ghostmem.message_counts c WHERE {owner})").format(
     owner=_COUNTED
+)
+# An owner's graph (migration 163): its messages of every tier.
+_OWNER_GRAPH_ROWS = sql.SQL(
+    "(SELECT coalesce(sum(c.n), 0) FROM ghostmem.message_counts c WHERE c.owner = p.owner)"
 )
 _WINDOW_ROWS = sql.SQL(
     "(SELECT coalesce(sum(c.n), 0) FROM ghostmem.message_days c WHERE {owner}"
@@ -669,27 +695,48 @@ def quantized_candidates(vec_depth: int) -> int:
     return min(QUANTIZED_CANDIDATES * vec_depth, QUANTIZED_CANDIDATES_MAX)
 
 
+def message_ef_search(depth: int, graph_rows: sql.Composable = _OWNER_GRAPH_ROWS) -> sql.Composable:
+    """SQL for the ``hnsw.ef_search`` of the vector leg (as text, for ``set_config``): :data:`MESSAGE_EF_SEARCH`
+    candidates for an owner's graph of up to :data:`MESSAGE_EF_ROWS` messages (``graph_rows``), and
+    :data:`MESSAGE_EF_PER_DECADE` more for each tenfold beyond, never fewer than ``depth`` (the leg's rows).
+
+    An HNSW walk finds fewer of the nearest rows as its graph grows, and an owner's graph has no other owner's rows
+    to skip: in the graph every owner shared, those made pgvector's iterative scan go on past ``ef_search``. At
+    100,000 messages 100 candidates found 0.99 of the exact nearest 100; at a million 0.89, and 200 found 0.95,
+    more than the shared graph did with 100 (0.93) (docs/search.md, "A graph per owner")."""
+    return sql.SQL(
+        "greatest({depth}, round({ef} + {per_decade} * greatest(0, log(greatest({rows}, 1)::float8 / {base}))))"
+        "::integer::text"
+    ).format(
+        depth=sql.Literal(depth),
+        ef=sql.Literal(MESSAGE_EF_SEARCH),
+        per_decade=sql.Literal(MESSAGE_EF_PER_DECADE),
+        rows=graph_rows,
+        base=sql.Literal(MESSAGE_EF_ROWS),
+    )
+
+
 def vector_scan(
     scope_rows: int,
     kept_rows: float,
-    table_rows: float,
+    owner_graph_rows: float,
     vec_depth: int,
     ef_search: int,
     graphs: int = 0,
     graph_rows: int = 0,
 ) -> Scan:
-    """How the vector leg reads: the cheapest of an HNSW scan of the index that every owner's messages share, an
-    exact scan of its scope's compact vectors (migration 101) and a quantized scan of the scope (migration 110),
-    each cost counted in rows of an exact scan (``scope_rows``, see :func:`_scope_rows`).
+    """How the vector leg reads: the cheapest of an HNSW scan of the owner's own graph (migration 163, its
+    ``owner_graph_rows`` vectors), an exact scan of its scope's compact vectors (migration 101) and a quantized scan
+    of the scope (migration 110), each cost counted in rows of an exact scan (``scope_rows``, see
+    :func:`_scope_rows`).
 
-    An HNSW scan passes over at least ``ef_search`` rows, and under a filter about ``vec_depth × table_rows /
-    kept_rows`` to find ``vec_depth`` that the filters keep (the owner's and the filters' share of the index); each
-    costs about as much as :data:`EXACT_ROWS_PER_HNSW_ROW` rows of an exact scan. A quantized scan reads every row
-    of the scope at :data:`QUANTIZED_ROW_COST` and ranks its :func:`quantized_candidates` again at
-    :data:`RERANK_ROW_COST` each. So a short time window or a small project is read whole, a project of a
-    million-message store or a small owner beside large ones is read quantized, and a wide scope walks the index.
-    ``kept_rows`` of 0 (nothing passes, as far as the counts know) never walks the index: it would run to its tuple
-    cap.
+    An HNSW scan passes over at least ``ef_search`` rows, and under a filter about ``vec_depth × owner_graph_rows /
+    kept_rows`` to find ``vec_depth`` that the filters keep (the filters' share of the graph); each costs about as
+    much as :data:`EXACT_ROWS_PER_HNSW_ROW` rows of an exact scan. A quantized scan reads every row of the scope at
+    :data:`QUANTIZED_ROW_COST` and ranks its :func:`quantized_candidates` again at :data:`RERANK_ROW_COST` each. So
+    a short time window or a small project is read whole, a project of a million-message store is read quantized,
+    and a wide scope walks the graph, whatever other owners the database holds. ``kept_rows`` of 0 (nothing passes,
+    as far as the counts know) never walks the graph: it would run to its tuple cap.
 
     A project search whose scope holds ``graphs`` projects with a graph of their own (migration 155), ``graph_rows``
     rows in all, may walk those instead: each walk passes over about ``max(ef_search, vec_depth)`` rows (every row of
@@ -699,7 +746,7 @@ def vector_scan(
     little more than reading it; at 1M a 31,000-row project's about half as much as its quantized scan:
     docs/search.md, "A graph of each large project's own").
     """
-    passed_over = max(ef_search, vec_depth * max(table_rows, kept_rows, 1.0) / max(kept_rows, 1.0))
+    passed_over = max(ef_search, vec_depth * max(owner_graph_rows, kept_rows, 1.0) / max(kept_rows, 1.0))
     candidates = min(scope_rows, quantized_candidates(vec_depth))
     costs: dict[Scan, float] = {
         "exact": scope_rows,
@@ -748,6 +795,7 @@ def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int, floor: flo
         "max_dist": 1.0 - floor,
     }
     literals: dict[str, sql.Composable] = {k: sql.Literal(v) for k, v in constants.items()}
+    literals["owner_constant"] = _written(ctx.owner)  # the vector leg's partition (_PARTITION_FILTER)
     # The settings of the statement, made in its transaction. The statement is planned once per connection
     # (psycopg prepares a statement run five times; its generic plan then saves ~1 ms of planning per search:
     # its sizes are literals, and its shape is fixed by the materialised legs — GIN scans, the HNSW scan,
@@ -763,16 +811,11 @@ def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int, floor: flo
     settings = sql.SQL(
         "set_config('plan_cache_mode', 'force_generic_plan', true) AS plans,"
         " set_config('hnsw.iterative_scan', 'relaxed_order', true) AS iterative,"
-        " set_config('hnsw.ef_search', %(ef_search)s, true) AS ef_search,"
         " set_config('hnsw.max_scan_tuples', %(max_scan)s, true) AS max_scan,"
         " set_config('enable_seqscan', 'off', true) AS seqscan,"
         " set_config('max_parallel_workers_per_gather', '0', true) AS parallel, {jit} AS jit"
     ).format(jit=NO_JIT)
-    setting_params = {
-        # the vector leg's rows are never more than depth; a project filter alone may walk the project's graph
-        "ef_search": str(max(depth, PROJECT_GRAPH_EF_SEARCH if graphed else HNSW_EF_SEARCH)),
-        "max_scan": str(HNSW_MAX_SCAN_TUPLES),
-    }
+    setting_params = {"max_scan": str(HNSW_MAX_SCAN_TUPLES)}
     if not vector:
         rows = yield Query(
             sql.SQL("SELECT {settings}, {owner_rows} AS owner_rows FROM {values}").format(
@@ -786,19 +829,23 @@ def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int, floor: flo
     rows = yield Query(
         sql.SQL(
             """
-            SELECT {settings}, ARRAY(
+            SELECT {settings}, set_config('hnsw.ef_search', {ef_search}, true) AS ef_search, ARRAY(
                 SELECT n.name FROM unnest(p.names) AS n(name)
                 WHERE EXISTS (SELECT 1 FROM ghostmem.messages m
                               WHERE m.owner = p.owner AND lower(m.speaker) = n.name AND m.speaker IS NOT NULL
                                 AND m.tier = ANY(p.tiers))
             ) AS speakers, {share} AS share, {owner_rows} AS owner_rows, {scope_rows} AS scope_rows,
             {projects} AS projects, {graphs} AS graphs, {graph_rows} AS graph_rows,
-            (SELECT greatest(c.reltuples, 0) FROM pg_catalog.pg_class c
-             WHERE c.oid = 'ghostmem.messages'::regclass) AS table_rows
+            {owner_graph_rows} AS owner_graph_rows
             FROM {values}
             """
         ).format(
             settings=settings,
+            # the vector leg's rows are never more than depth; a project filter alone may walk the project's graph
+            ef_search=sql.Literal(str(max(depth, PROJECT_GRAPH_EF_SEARCH)))
+            if graphed
+            else message_ef_search(depth),
+            owner_graph_rows=_OWNER_GRAPH_ROWS,
             share=_filter_share(args) if filtered else sql.SQL("1::float8"),
             owner_rows=_OWNER_ROWS,
             scope_rows=_scope_rows(args),
@@ -827,9 +874,9 @@ def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int, floor: flo
     scan = vector_scan(
         int(rows[0]["scope_rows"]),
         share * float(rows[0]["owner_rows"]),
-        float(rows[0]["table_rows"]),
+        float(rows[0]["owner_graph_rows"]),  # the owner's graph: its messages of every tier
         vec_depth,
-        int(setting_params["ef_search"]),
+        int(rows[0]["ef_search"]),
         len(rows[0]["graphs"]),
         int(rows[0]["graph_rows"]),
     )

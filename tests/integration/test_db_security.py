@@ -14,7 +14,7 @@ from ghostmem import GhostMem, HashEmbedder
 from ghostmem.config import EMBEDDED_DATABASE, Settings
 from ghostmem.doctor import diagnose
 from psycopg import sql
-from support.copies import vector_bits, word_counts
+from support.copies import partition_name, vector_bits, vector_partitions, word_counts
 
 RUNTIME = "ghostmem_runtime"
 # Schemas whose functions the database's own extensions and PostgreSQL provide: everything else is ghostmem's.
@@ -370,11 +370,12 @@ def test_doctor_fails_when_the_runtime_role_may_create_where_the_functions_look(
 def test_the_copies_kept_by_triggers_ignore_temp_objects_named_as_their_tables(
     admin: psycopg.Connection[Any], pg_dsn: str, owner: str
 ) -> None:
-    """The triggers that keep the word counts (107) and the vector bits (110) run as whoever writes messages. An
-    application login puts temp tables named as their transition tables (one holding a planted row of another
-    owner) and as the tables they write first on its search path, then writes, moves, unembeds and deletes a
-    message: the real copies follow exactly (recomputed from the messages), the temp tables stay empty and the
-    planted row is written nowhere."""
+    """The triggers that keep the word counts (107) and the vector bits (110) run as whoever writes messages, and
+    the one that makes an owner's partition of the compact vectors (163) as the schema's owner. An application
+    login puts temp tables named as their transition tables (one holding a planted row of another owner), as the
+    tables they write and as the partition its first vector will make first on its search path, then writes, moves,
+    unembeds and deletes a message: the real copies follow exactly (recomputed from the messages) in the owner's
+    partition, made in ghostmem, the temp tables stay empty and the planted row is written nowhere."""
     role = f"ghostmem_app_{uuid.uuid4().hex[:8]}"
     ident = sql.Identifier(role)
     admin.execute(sql.SQL("CREATE ROLE {} LOGIN").format(ident))
@@ -401,10 +402,15 @@ def test_the_copies_kept_by_triggers_ignore_temp_objects_named_as_their_tables(
                         " 'planted words', 'claude_code', '\\x00')"
                     ).format(sql.Identifier(name))
                 )
-            for name in ("message_lengths", "message_bits", "message_vectors"):
+            for name, like in (
+                ("message_lengths", "message_lengths"),
+                ("message_bits", "message_bits"),
+                ("message_vectors", "message_vectors"),
+                (partition_name(owner), "message_vectors"),
+            ):
                 conn.execute(
                     sql.SQL("CREATE TEMP TABLE {} (LIKE ghostmem.{})").format(
-                        sql.Identifier(name), sql.Identifier(name)
+                        sql.Identifier(name), sql.Identifier(like)
                     )
                 )
             conn.execute("SET search_path = pg_temp, ghostmem, public")
@@ -442,10 +448,15 @@ def test_the_copies_kept_by_triggers_ignore_temp_objects_named_as_their_tables(
                     assert not any(row[0] == "planted-victim" for row in kept), statement
                 assert tuple(sum(row[3] == conv for row in kept) for kept, _ in copies) == expected, statement
                 shadows = conn.execute(
-                    "SELECT (SELECT count(*) FROM pg_temp.message_lengths), (SELECT count(*) FROM"
-                    " pg_temp.message_bits), (SELECT count(*) FROM pg_temp.message_vectors)"
+                    sql.SQL(
+                        "SELECT (SELECT count(*) FROM pg_temp.message_lengths), (SELECT count(*) FROM"
+                        " pg_temp.message_bits), (SELECT count(*) FROM pg_temp.message_vectors),"
+                        " (SELECT count(*) FROM pg_temp.{})"
+                    ).format(sql.Identifier(partition_name(owner)))
                 ).fetchone()
-                assert shadows == (0, 0, 0), statement
+                assert shadows == (0, 0, 0, 0), statement
+                placed = vector_partitions(admin).get(owner, set())
+                assert placed == ({f"ghostmem.{partition_name(owner)}"} if expected[1] else set()), statement
             conn.execute("DISCARD TEMP")
     finally:
         admin.execute("SELECT ghostmem.revoke_app(%s, %s)", (role, RUNTIME))

@@ -12,7 +12,6 @@ import random
 import secrets
 import subprocess
 import sys
-import time
 import uuid
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
@@ -30,8 +29,8 @@ from ghostmem.records import MessageRecord
 from psycopg import sql
 from psycopg.rows import dict_row
 from support.conversations import conversation, stored
-from support.copies import vector_bits, word_counts
-from support.databases import fresh_database
+from support.copies import partition_name, vector_bits, vector_partitions, word_counts
+from support.databases import fresh_database, wait_until_blocked
 from support.statements import (
     ITEM_FETCH,
     PENDING_LIST_OPTIONS,
@@ -65,6 +64,7 @@ BEFORE_RUNTIME_API = (
 BEFORE_PROJECT_GRAPHS = (
     154  # everything before 155_project_graphs, which builds the large projects' own graphs
 )
+BEFORE_VECTOR_GRAPHS = 162  # everything before 163_vector_graph_per_owner (155 and 159 among them)
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
@@ -439,17 +439,18 @@ def test_the_runtime_api_is_granted_from_one_list(empty_dsn: str) -> None:
         (BEFORE_PLATFORM_SCOPE, "LOCK TABLE ghostmem.message_vectors IN ACCESS EXCLUSIVE MODE"),
         (BEFORE_STORE_PENDING_LIST, "REINDEX INDEX ghostmem.store_items_tsv"),
         (BEFORE_PROJECT_GRAPHS, "LOCK TABLE ghostmem.message_vectors IN ACCESS EXCLUSIVE MODE"),
+        (BEFORE_VECTOR_GRAPHS, "LOCK TABLE ghostmem.message_vectors IN ACCESS EXCLUSIVE MODE"),
     ],
 )
 def test_an_upgrade_killed_in_the_middle_of_a_migration_resumes(
     empty_dsn: str, start: int, held: str
 ) -> None:
-    """A store at 100 (or 106, 109, 115, 119, 129, 154) with data (a word of 2,040 bytes and a message of ~57,000
-    distinct CJK pairs among it, too long for 102's owner-keyed words if they were keyed whole), upgraded by a
-    process SIGKILLed while 101 (or 107, 110, 116, 120, 130, 155) is running (it waits for the table it copies or
-    indexes, or the index it sets, which an administrator holds): nothing of it is left, and the next upgrade applies every migration with the data
-    kept, the compact vectors, their bits and the word counts complete, the indexes built and set and the odd
-    messages found."""
+    """A store at 100 (or 106, 109, 115, 119, 129, 154, 162) with data (a word of 2,040 bytes and a message of
+    ~57,000 distinct CJK pairs among it, too long for 102's owner-keyed words if they were keyed whole), upgraded by
+    a process SIGKILLed while 101 (or 107, 110, 116, 120, 130, 155, 163) is running (it waits for the table it
+    copies or indexes, or the index it sets, which an administrator holds): nothing of it is left, and the next
+    upgrade applies every migration with the data kept, the compact vectors (in the owner's partition), their bits
+    and the word counts complete, the indexes built and set and the odd messages found."""
     owner = f"killed-{uuid.uuid4().hex[:8]}"
     rng = random.Random(7)
     cjk = " ".join("".join(chr(0x4E00 + rng.randrange(3000)) for _ in range(20)) for _ in range(3000))
@@ -489,19 +490,8 @@ def test_an_upgrade_killed_in_the_middle_of_a_migration_resumes(
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
-        try:
-            with psycopg.connect(empty_dsn, autocommit=True) as watch:
-                # until the migration waits for the lock, inside 101's (107's, ..., 155's) transaction
-                for _ in range(600):
-                    waiting = watch.execute(
-                        "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s"
-                        " AND wait_event_type = 'Lock' AND state = 'active'",
-                        (tag,),
-                    ).fetchone()
-                    if waiting == (1,):
-                        break
-                    time.sleep(0.1)
-                assert waiting == (1,)
+        try:  # until the migration waits for the lock, inside 101's (107's, ..., 155's, 163's) transaction
+            wait_until_blocked(empty_dsn, tag)
         finally:
             proc.kill()
             proc.wait(timeout=60)
@@ -514,6 +504,13 @@ def test_an_upgrade_killed_in_the_middle_of_a_migration_resumes(
             "SELECT (SELECT count(*) FROM ghostmem.message_vectors),"
             " (SELECT count(*) FROM ghostmem.messages WHERE embedding IS NOT NULL)"
         ).fetchone() == (2, 2)
+        # in the owner's partition (163), with its graph, the shared graph of messages gone
+        assert vector_partitions(conn) == {owner: {f"ghostmem.{partition_name(owner)}"}}
+        assert conn.execute(
+            "SELECT to_regclass('ghostmem.messages_embedding_hnsw'),"
+            " (SELECT count(*) FROM pg_index WHERE indisvalid AND indrelid = %s::regclass)",
+            (f"ghostmem.{partition_name(owner)}",),
+        ).fetchone() == (None, 6)
         kept, actual = vector_bits(conn)
         assert len(actual) == 2 and kept == actual
         kept, actual = word_counts(conn)
@@ -771,6 +768,39 @@ def test_a_store_holding_an_id_longer_than_ghostmem_keeps_is_told_how_to_upgrade
         assert [h.conv_id for h in gm.search_personal_memory("staging deploy timeout").data.rows] == [
             at_limit
         ]
+
+
+def test_a_store_of_more_owners_than_the_lock_table_holds_is_told_how_to_upgrade(empty_dsn: str) -> None:
+    """163 makes every owner's partition of the compact vectors in one transaction, about 15 locks each: a store at
+    162 with one owner more than the server's lock table holds for that is refused before anything is done (not
+    'out of shared memory' part way, after minutes), in one sentence naming the setting and the value it needs;
+    with fewer owners the same store upgrades, each owner in its own partition."""
+    with psycopg.connect(empty_dsn, autocommit=True) as conn:
+        migrations.migrate(conn, 384, "hash", RUNTIME, upto=BEFORE_VECTOR_GRAPHS)
+        locks, backends = conn.execute(
+            "SELECT current_setting('max_locks_per_transaction')::int,"
+            " current_setting('max_connections')::int + current_setting('max_prepared_transactions')::int"
+        ).fetchone() or (0, 0)
+        owners = locks * backends // 15 + 1
+        conn.execute(
+            "INSERT INTO ghostmem.message_vectors (owner, id, tier, conv_id, ts, platform, project, embedding)"
+            " SELECT 'crowd-' || i, i, 'personal', 'c', now(), 'generic', '', %s::vector::halfvec"
+            " FROM generate_series(1, %s) AS i",
+            (_vec("a crowd of owners"), owners),
+        )
+        with pytest.raises(SchemaMismatch) as refused:
+            migrations.migrate(conn, 384, "hash", RUNTIME)
+        needed = -(-owners * 15 // backends)
+        assert str(refused.value) == (
+            "migration 163_vector_graph_per_owner cannot run on this server: the vector graph of each of this"
+            f" store's {owners} owners is made in one transaction, which needs max_locks_per_transaction of at"
+            f" least {needed} on this server (it is {locks}): raise it, restart the server and upgrade again"
+        )
+        assert 163 not in migrations.applied(conn)
+        assert conn.execute("SELECT count(*) FROM ghostmem.message_vectors").fetchone() == (owners,)
+        conn.execute("DELETE FROM ghostmem.message_vectors WHERE id > 3")
+        migrations.migrate(conn, 384, "hash", RUNTIME)
+        assert set(vector_partitions(conn)) == {"crowd-1", "crowd-2", "crowd-3"}
 
 
 def _queue_words(conn: psycopg.Connection[Any], owner: str, n: int, word: str) -> None:

@@ -37,10 +37,11 @@ def graph_name(owner: str, project: str) -> str:
 
 
 def graphs(conn: psycopg.Connection[Any]) -> dict[str, str]:
-    """Each graph of the compact vectors: name -> its predicate."""
+    """Each graph of the compact vectors (on its owner's partition of them, migration 163): name -> its predicate."""
     rows = conn.execute(
         "SELECT c.relname, pg_get_expr(i.indpred, i.indrelid) FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid"
-        " WHERE i.indrelid = 'ghostmem.message_vectors'::regclass AND c.relname LIKE 'message\\_vectors\\_graph\\_%'"
+        " WHERE i.indrelid IN (SELECT t.relid FROM pg_partition_tree('ghostmem.message_vectors') t)"
+        " AND c.relname LIKE 'message\\_vectors\\_graph\\_%'"
     ).fetchall()
     return {r[0]: r[1] for r in rows}
 
@@ -280,7 +281,8 @@ def test_a_killed_build_leaves_nothing_half_made(store: str, tmp_path: Path) -> 
             assert failed
         assert graphs(admin) == {}
         assert admin.execute(
-            "SELECT count(*) FROM pg_index WHERE indrelid = 'ghostmem.message_vectors'::regclass AND NOT indisvalid"
+            "SELECT count(*) FROM pg_index WHERE NOT indisvalid"
+            " AND indrelid IN (SELECT t.relid FROM pg_partition_tree('ghostmem.message_vectors') t)"
         ).fetchone() == (0,)
         assert admin.execute("SELECT ghostmem.build_project_graphs('ann')").fetchone() == (2,)
         assert set(graphs(admin)) == {graph_name("ann", "alpha"), graph_name("ann", "beta")}

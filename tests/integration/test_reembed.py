@@ -13,7 +13,7 @@ from ghostmem.items import ItemWrite, search_items, write_items
 from ghostmem.reembed import vector_columns
 from psycopg import sql
 from support.conversations import conversation, import_generic
-from support.copies import vector_bits, word_counts
+from support.copies import owner_index, vector_bits, word_counts
 
 
 @pytest.fixture
@@ -60,7 +60,7 @@ def test_reembed_switches_dimension_and_keeps_everything_findable(
         # the client switched with the database: its next search embeds the query with the new model
         assert gm.search_personal_memory("cats fish", mode="vector").data.rows[0].conv_id == "cats"
     assert done["dims"] == 64 and done["ghost_memories"] == 1 and done["conversations"] == 2
-    assert done["messages"] == 4 and "messages_embedding_hnsw" in done["indexes_rebuilt"]
+    assert done["messages"] == 4
     assert done["store_items"] == 1 and "store_items_embedding_hnsw" in done["indexes_rebuilt"]
 
     with psycopg.connect(own_dsn) as conn:
@@ -86,11 +86,17 @@ def test_reembed_switches_dimension_and_keeps_everything_findable(
         assert len(actual) == 4 and kept == actual
         kept, actual = vector_bits(conn)  # and their bits (110), one a dimension of the new model's
         assert len(actual) == 4 and kept == actual and {len(row[-1]) for row in kept} == {64}
-        index = conn.execute("SELECT to_regclass('ghostmem.messages_embedding_hnsw') IS NOT NULL").fetchone()
-        assert index == (True,)
-        graphs = conn.execute(  # the projects' graphs, dropped with the old vectors, are built again
+        # the owner's partition of the copies (163) follows its table's column and has its graph again, valid
+        graph = owner_index(conn, "message_vectors_embedding_hnsw", owner)
+        assert conn.execute(
+            "SELECT i.indisvalid, a.atttypmod FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid"
+            " AND a.attname = 'embedding' WHERE i.indexrelid = format('ghostmem.%%I', %s::text)::regclass",
+            (graph,),
+        ).fetchone() == (True, 64)
+        graphs = conn.execute(  # the projects' graphs, dropped with the old vectors, are built again (on the partition)
             "SELECT count(*) FILTER (WHERE i.indisvalid), count(*) FROM pg_index i"
-            " JOIN pg_class c ON c.oid = i.indexrelid WHERE i.indrelid = 'ghostmem.message_vectors'::regclass"
+            " JOIN pg_class c ON c.oid = i.indexrelid"
+            " WHERE i.indrelid IN (SELECT t.relid FROM pg_partition_tree('ghostmem.message_vectors') t)"
             " AND c.relname IN (ghostmem.project_graph_name(%s, 'db'), ghostmem.project_graph_name(%s, 'home'))",
             (owner, owner),
         ).fetchone()

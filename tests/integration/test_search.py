@@ -26,7 +26,7 @@ from ghostmem.search import (
 from ghostmem.store import fill_morphemes
 from psycopg import Connection, sql
 from support.conversations import conversation, ids, import_generic
-from support.copies import share_ids
+from support.copies import owner_index, share_ids
 from support.embedders import CountingEmbedder
 
 
@@ -291,7 +291,11 @@ def test_narrow_filter_still_fills_the_limit(
     _bulk(gm, tmp_path, n_big=300, n_small=8)
     args = SearchPersonalMemoryArgs(query="deploy of tiny", project="tiny", limit=5, mode="vector")
     result, plans = _run_forced(gm, search_personal_memory(gm.context, args), "enable_sort")
-    assert "messages_embedding_hnsw" in plans[0]
+    with gm.connection() as conn:  # the HNSW graph of the owner's partition of the compact vectors (163)
+        assert (
+            f"Index Scan using {owner_index(conn, 'message_vectors_embedding_hnsw', gm.context.owner)}"
+            in plans[0]
+        )
     assert len(result.rows) == 5
     assert all(r.conv_id.startswith("tiny-") for r in result.rows)
 
@@ -324,7 +328,11 @@ def test_plans_use_the_indexes(
     result, plans = _run_forced(gm, search_personal_memory(gm.context, args), "enable_sort")
     assert result.rows[0].conv_id.startswith("tiny-")
     assert "messages_owner_words" in plans[0]
-    assert "messages_embedding_hnsw" in plans[0]
+    with gm.connection() as conn:
+        assert (
+            f"Index Scan using {owner_index(conn, 'message_vectors_embedding_hnsw', gm.context.owner)}"
+            in plans[0]
+        )
     recent = list_recent_conversations(gm.context, ListRecentConversationsArgs(days=2))
     listed, list_plans = _run_forced(gm, recent, "enable_sort")
     assert listed.rows and "conversations_owner_ended" in list_plans[0]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ from ghostmem.records import MessageRecord
 from ghostmem.search import search_messages, search_personal_memory, vector_scan
 from psycopg import Connection
 from support.conversations import conversation, import_generic
-from support.copies import share_ids, vector_bits, word_counts
+from support.copies import owner_index, share_ids, vector_bits, vector_partitions, word_counts
 from support.databases import fresh_database
 from support.statements import (
     PENDING_LIST_OPTIONS,
@@ -58,7 +59,11 @@ _VECTORS_ACTUAL = (
 
 
 def _vectors(conn: Connection[Any]) -> tuple[set[tuple[Any, ...]], set[tuple[Any, ...]]]:
-    """(the compact copies of migration 101, what they should be: every message with a vector, as halfvec)."""
+    """(the compact copies of migration 101, what they should be: every message with a vector, as halfvec), each
+    owner's in a partition of its own (163)."""
+    placed = vector_partitions(conn)
+    assert all(len(parts) == 1 for parts in placed.values()), placed
+    assert len(set.union(set(), *placed.values())) == len(placed), placed
     return set(conn.execute(_VECTORS_KEPT).fetchall()), set(conn.execute(_VECTORS_ACTUAL).fetchall())
 
 
@@ -425,10 +430,10 @@ def test_what_a_search_scan_reads_of_the_queued_writes_is_bounded(server_dsn: st
 
 def test_the_vector_leg_chooses_the_cheapest_scan() -> None:
     """The strategy per case, on the shapes of the bench (docs/search.md, "Small scopes: an exact scan" and "Scopes
-    between: a quantized scan"): an HNSW scan passes over at least ef_search rows, and about vec_depth x table /
-    kept rows under a filter; an exact scan reads its scope; a quantized one reads it at a fraction of the cost and
-    ranks its candidates again."""
-    ef = 100
+    between: a quantized scan"): an HNSW scan passes over at least ef_search rows, and about vec_depth x graph /
+    kept rows under a filter (the graph: the owner's own vectors, migration 163); an exact scan reads its scope; a
+    quantized one reads it at a fraction of the cost and ranks its candidates again."""
+    ef = 100  # the walk's candidates (search.message_ef_search): 100 up to 100,000 messages, 200 at a million
     # one owner of 100,000 messages (vec_depth 20 under a wide filter, 50 under a narrow one, as vector_depth says)
     assert vector_scan(100_000, 100_000, 100_000, 100, ef) == "hnsw"  # no filter
     assert vector_scan(8_740, 8_740, 100_000, 20, ef) == "quantized"  # days=7: 20 rows of 9% of the index
@@ -437,14 +442,13 @@ def test_the_vector_leg_chooses_the_cheapest_scan() -> None:
     assert vector_scan(4_430, 4_430, 100_000, 50, ef) == "exact"  # a platform of 4% (narrow: 50 rows)
     assert vector_scan(3_237, 3_237, 100_000, 50, ef) == "exact"  # one project of 3,200 messages
     # one owner of 1,000,000 messages
-    assert vector_scan(34_057, 34_057, 1_010_845, 50, ef) == "quantized"  # one project: 3.4%
-    assert vector_scan(82_669, 82_669, 1_010_845, 20, ef) == "hnsw"  # the last 7 days
-    # 10,000 messages beside 1,000,000 of another owner, and in a database of their own
-    assert vector_scan(10_000, 10_000, 1_010_845, 100, ef) == "quantized"
-    assert vector_scan(1_281, 1_281, 1_010_845, 20, ef) == "exact"  # a platform (13%: 20 rows)
-    assert vector_scan(961, 961, 1_010_845, 100, ef) == "exact"  # their last 7 days
+    assert vector_scan(34_057, 34_057, 1_010_845, 50, 2 * ef) == "quantized"  # one project: 3.4%
+    assert vector_scan(82_669, 82_669, 1_010_845, 20, 2 * ef) == "hnsw"  # the last 7 days
+    # 10,000 messages, beside 1,000,000 of another owner or in a database of their own: the graph is theirs alone
+    # (migration 163; in the graph both owners shared, their 100 nearest were read quantized)
     assert vector_scan(10_000, 10_000, 10_000, 100, ef) == "hnsw"
     assert vector_scan(1_281, 1_281, 10_000, 20, ef) == "exact"  # a platform (HNSW before 120: scope 10,000)
+    assert vector_scan(961, 961, 10_000, 20, ef) == "exact"  # their last 7 days
     # one owner without a filter (the retrieval benchmarks' stores): its 100 rows never come from a quantized scan,
     # so the number of candidates cannot change what those searches return
     assert {vector_scan(n, n, n, 100, ef) for n in range(100, 2_000_000, 997)} == {"exact", "hnsw"}
@@ -454,21 +458,63 @@ def test_the_vector_leg_chooses_the_cheapest_scan() -> None:
     assert vector_scan(5_000, 0, 100_000, 50, ef) == "quantized"
 
 
-def _statement(gm: GhostMem, args: SearchPersonalMemoryArgs) -> tuple[str, str]:
-    """The search's main statement and its generic plan (in the search's transaction, with its settings)."""
+def test_the_walk_of_an_owners_graph_keeps_more_candidates_as_its_own_graph_grows(
+    gm: GhostMem, owner: str, tmp_path: Path
+) -> None:
+    """The vector leg's hnsw.ef_search follows the size of the owner's own graph (its messages of every tier, from
+    the counts of migration 092), never another owner's: 100 up to 100,000 messages, 100 more for each tenfold
+    beyond (200 at a million), and never fewer than the leg's depth (250 rows for 50 conversations)."""
+    import_generic(
+        gm, tmp_path / "mine.jsonl", [conversation("c1", "plans", 1, ["the deploy plan", "ready"], "/a")]
+    )
+
+    def ef_search(limit: int = 10) -> str:
+        with gm.connection() as conn:
+            args = SearchPersonalMemoryArgs(query="deploy plan", limit=limit)
+            run_sync(search_personal_memory(gm.context, args), conn, gm.embedder)
+            row = conn.execute("SHOW hnsw.ef_search").fetchone()
+            conn.rollback()
+        assert row is not None
+        return str(row[0])
+
+    def count(who: str, tier: str, n: int) -> None:
+        with gm.connection() as conn:
+            conn.execute(
+                "INSERT INTO ghostmem.message_counts (owner, tier, platform, project, n)"
+                " VALUES (%s, %s, 'generic', 'counted', %s)"
+                " ON CONFLICT (owner, tier, platform, project) DO UPDATE SET n = EXCLUDED.n",
+                (who, tier, n),
+            )
+            conn.commit()
+
+    assert ef_search() == "100"
+    count(f"{owner}-large", "personal", 10_000_000)  # another owner's graph
+    assert ef_search() == "100"
+    for n, expected in ((99_990, "100"), (999_990, "200"), (9_999_990, "300"), (316_218, "150")):
+        count(owner, "library", n)  # the graph holds the owner's messages of every tier
+        assert ef_search() == expected, n
+    assert ef_search(limit=50) == "250"
+
+
+def _statement(gm: GhostMem, args: SearchPersonalMemoryArgs, *disabled: str) -> tuple[str, str]:
+    """The search's main statement and its generic plan (in the search's transaction, with its settings, and the
+    ``disabled`` plan types off)."""
     seen: list[tuple[str, Any]] = []
     with gm.connection() as conn:
         run_sync(recording(search_personal_memory(gm.context, args), conn, seen), conn, gm.embedder)
+        for setting in disabled:
+            conn.execute(f"SET LOCAL {setting} = off".encode())
         return seen[-1][0], generic_plan(conn, seen[-1][0])
 
 
 def test_a_scope_is_read_through_its_index(
     server_dsn: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The exact scan reads the compact vectors, and the quantized scan their bits, through the index of its scope
-    — the owner's (owner, tier, ts) range, or the project's and titled conversations' entries — never a sequential
-    scan; the quantized scan's candidates are read again through the compact vectors' primary key; where the model
-    says the scope is large, the vector leg walks HNSW over messages."""
+    """The exact scan reads the compact vectors of the owner's partition, and the quantized scan their bits, through
+    the index of its scope — the owner's (owner, tier, ts) range, or the project's and titled conversations' entries
+    — never a sequential scan; the quantized scan's candidates are read again through the primary key of the
+    owner's partition; where the model says the scope is large, the vector leg walks the HNSW graph of the owner's
+    partition."""
     with fresh_database(server_dsn, "ghostmem_exact") as dsn:
         big = [
             conversation(f"b{i}", f"b {i}", i % 30, [f"routine deploy log {i}", "fine"]) for i in range(300)
@@ -512,29 +558,65 @@ def test_a_scope_is_read_through_its_index(
                 ).fetchone() or (0, 0, 0, 0)
             assert 0 < codex < total and 0 < window < total
             assert scopes == [codex, math.ceil(codex * window / total), project]  # a project: its own rows
-            for scan, table in (("exact", "message_vectors"), ("quantized", "message_bits")):
+            with gm.connection() as conn:  # the indexes of the owner's partition of the compact vectors (163)
+                named = {
+                    name: owner_index(conn, name, "small")
+                    for name in (
+                        "message_vectors_pkey",
+                        "message_vectors_owner_ts",
+                        "message_vectors_owner_platform_ts",
+                        "message_vectors_owner_project_ts",
+                        "message_vectors_owner_conv",
+                        "message_vectors_embedding_hnsw",
+                    )
+                }
+            graph = named["message_vectors_embedding_hnsw"]
+            digest = named["message_vectors_pkey"].removeprefix("message_vectors_").removesuffix("_pkey")
+            for scan in ("exact", "quantized"):
                 monkeypatch.setattr(search, "vector_scan", lambda *_, scan=scan: scan)
                 for filters, index in (
-                    ({}, f"on {table}_owner_"),  # any of its indexes leads with (owner, tier)
-                    ({"days": 7}, f"{table}_owner_ts"),
-                    ({"platform": "codex"}, f"{table}_owner_platform_ts"),  # migration 120
-                    ({"platform": "codex", "days": 7}, f"{table}_owner_platform_ts"),
-                    ({"project": "tiny"}, f"{table}_owner_project_ts"),  # last: with its titled conversation
+                    (
+                        {},
+                        "on message_bits_",
+                    ),  # the owner's rows: any of its indexes (all lead with owner, tier)
+                    ({"days": 7}, "message_bits_owner_ts"),
+                    ({"platform": "codex"}, "message_bits_owner_platform_ts"),  # migration 120
+                    ({"platform": "codex", "days": 7}, "message_bits_owner_platform_ts"),
+                    (
+                        {"project": "tiny"},
+                        "message_bits_owner_project_ts",
+                    ),  # last: with its titled conversation
                 ):
                     text, plan = _statement(gm, SearchPersonalMemoryArgs(query="tiny deploy", **filters))
                     vec_scan = plan.split("CTE vec_scan", 1)[1].split("\n  CTE ", 1)[0]
-                    assert f"FROM ghostmem.{table} m" in text and "Seq Scan" not in plan, (filters, plan)
-                    assert index in vec_scan and "messages_embedding_hnsw" not in plan, (filters, plan)
+                    assert "FROM ghostmem.message_vectors" in text and "Seq Scan" not in plan, (filters, plan)
+                    assert graph not in plan, (filters, plan)
+                    # nor when sorting looks dear: an exact or quantized scan never becomes a walk of the graph
+                    # (whose order is the distance's: the generic plan of a narrow project's exact scan at 10,000
+                    # messages walked it, 7.5 against 1.9 ms)
+                    _, unsorted = _statement(
+                        gm, SearchPersonalMemoryArgs(query="tiny deploy", **filters), "enable_sort"
+                    )
+                    assert graph not in unsorted, (filters, unsorted)
+                    # the compact vectors of the owner's partition alone, pruned when planned: the planner reads
+                    # its 12 rows through the index it likes best (at scale the scope's, as for the bits)
+                    assert "Subplans Removed" not in plan and "message_vectors_" in vec_scan, (filters, plan)
+                    read = re.findall(r"message_vectors_([0-9a-f]{8,})", plan)
+                    assert all(digest.startswith(part) for part in read), (filters, plan)
                     if scan == "quantized":
-                        assert "Index Scan using message_vectors_pkey" in vec_scan, vec_scan
-                # the titled conversation's rows through the conversation index, with the project's
-                assert f"{table}_owner_conv" in vec_scan and "BitmapOr" in vec_scan, vec_scan
-            # as for a scope the model finds large: the HNSW scan of messages (which index the planner picks for it
-            # at this size is its cost choice; test_search.py pins HNSW with sorts made expensive)
+                        assert "FROM ghostmem.message_bits m" in text and index in vec_scan, (
+                            filters,
+                            vec_scan,
+                        )
+                        assert f"{named['message_vectors_pkey']}" in vec_scan, vec_scan  # the candidates
+            # the titled conversation's bits through the conversation index, with the project's
+            assert "message_bits_owner_conv" in vec_scan and "BitmapOr" in vec_scan, vec_scan
+            # as for a scope the model finds large: the HNSW scan of the owner's partition (which index the planner
+            # picks for it at this size is its cost choice; test_search.py pins HNSW with sorts made expensive)
             monkeypatch.setattr(search, "vector_scan", lambda *_: "hnsw")
             text, plan = _statement(gm, SearchPersonalMemoryArgs(query="tiny deploy", project="tiny"))
-            assert "message_vectors" not in text and "message_bits" not in text
-            assert "<=> %(qvec)s::vector" in text
+            assert "FROM ghostmem.message_vectors m" in text and "message_bits" not in text
+            assert "m.owner = 'small'" in text and "<=> %(qvec)s::vector::halfvec" in text
 
 
 def _nearest(
@@ -619,7 +701,7 @@ def test_the_exact_and_quantized_scans_find_the_nearest_messages(
                     )
                 }
             assert ("ghostmem.message_bits" in seen[-1][0]) == (scan == "quantized")
-            assert ("ghostmem.message_vectors" in seen[-1][0]) == (scan != "hnsw")
+            assert "ghostmem.message_vectors" in seen[-1][0]
             assert len(rows) == len(expected) == 10, (filters, scan)
             assert {r["id"] for r in rows} <= kept and set(true) == {r["id"] for r in rows}, (filters, scan)
             if candidates < 20:  # 20 of the scope's 40-82 rows ranked again: ordered by their true distance

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 from psycopg import Connection
@@ -51,3 +52,33 @@ def share_ids(conn: Connection[Any], owner: str, with_owner: str) -> int:
         (owner, with_owner),
     ).fetchone()
     return int(shared[0]) if shared else 0
+
+
+def owner_index(conn: Connection[Any], index: str, owner: str) -> str:
+    """The name of the index of ``owner``'s partition of the compact vectors (migration 163) that ``index`` of the
+    partitioned table ``ghostmem.message_vectors`` made there (the owner has vectors: its partition holds them)."""
+    row = conn.execute(
+        "SELECT c.relname::text FROM pg_inherits h JOIN pg_class c ON c.oid = h.inhrelid"
+        " JOIN pg_index i ON i.indexrelid = c.oid"
+        " WHERE h.inhparent = format('ghostmem.%%I', %s::text)::regclass"
+        "   AND i.indrelid = (SELECT v.tableoid FROM ghostmem.message_vectors v WHERE v.owner = %s LIMIT 1)",
+        (index, owner),
+    ).fetchone()
+    assert row is not None, (index, owner)
+    return str(row[0])
+
+
+def vector_partitions(conn: Connection[Any]) -> dict[str, set[str]]:
+    """Owner -> the partitions of the compact vectors (migration 163) that hold its rows (one each, its own)."""
+    placed: dict[str, set[str]] = {}
+    for owner, part in conn.execute(
+        "SELECT owner, tableoid::regclass::text FROM ghostmem.message_vectors GROUP BY 1, 2"
+    ):
+        placed.setdefault(owner, set()).add(part)
+    return placed
+
+
+def partition_name(owner: str) -> str:
+    """The name migration 163 gives an owner's partition of the compact vectors (40 hex digits of sha256 of its
+    UTF-8 bytes, never the name itself)."""
+    return "message_vectors_" + hashlib.sha256(owner.encode()).hexdigest()[:40]

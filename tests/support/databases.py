@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -23,3 +24,19 @@ def fresh_database(server_dsn: str, prefix: str = "ghostmem_test") -> Iterator[s
     finally:
         with psycopg.connect(server_dsn, autocommit=True) as conn:
             conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+def wait_until_blocked(dsn: str, application_name: str) -> None:
+    """Return once the session named ``application_name`` waits for a lock (a process to be killed there); fail
+    the test if it does not within a minute."""
+    with psycopg.connect(dsn, autocommit=True) as watch:
+        for _ in range(600):
+            waiting = watch.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s"
+                " AND wait_event_type = 'Lock' AND state = 'active'",
+                (application_name,),
+            ).fetchone()
+            if waiting == (1,):
+                return
+            time.sleep(0.1)
+    raise AssertionError(f"{application_name} never waited for a lock")

@@ -16,7 +16,7 @@ from pathlib import Path
 import psycopg
 import pytest
 from ghostmem.db import EmbeddedServer
-from ghostmem.db.server import SYSTEM_USER, _ensure_traversable
+from ghostmem.db.server import MAX_LOCKS_PER_TRANSACTION, SYSTEM_USER, _ensure_traversable
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 
@@ -70,9 +70,10 @@ class Standby:
 
     def start(self) -> None:
         info = conninfo_to_dict(self.admin_dsn)
-        # A hot standby needs at least the primary's max_connections (the embedded server's is 200).
+        # A hot standby needs at least the primary's max_connections (the embedded server's is 200) and
+        # max_locks_per_transaction.
         options = (f"-h 127.0.0.1 -p {info['port']} -k {self.home}/pgdata -c max_connections=200 "
-                   "-c shared_buffers=32MB")  # fmt: skip
+                   f"-c max_locks_per_transaction={MAX_LOCKS_PER_TRANSACTION} -c shared_buffers=32MB")  # fmt: skip
         self._pg_ctl("-l", f"{self.home}/pgdata/server.log", "-o", options, "start")
 
     def stop(self) -> None:

@@ -129,6 +129,11 @@ def migrate(
                         "INSERT INTO ghostmem_migrations.applied (version, name) VALUES (%s, %s)",
                         (migration.version, migration.name),
                     )
+            except errors.ConfigurationLimitExceeded as exc:  # a migration that checks the server first (163)
+                raise SchemaMismatch(
+                    f"migration {migration.version:03d}_{migration.name} cannot run on this server:"
+                    f" {exc.diag.message_primary}"
+                ) from exc
             except errors.ProgramLimitExceeded as exc:
                 reason = _too_long_ids(conn, migration)
                 if reason is None:

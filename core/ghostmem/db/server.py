@@ -45,6 +45,10 @@ _SOCKET_NAME = ".s.PGSQL.5432"
 _MAX_SOCKET_PATH = 100
 _MIN_SHARED_BUFFERS_MB = 128
 _MAX_SHARED_BUFFERS_MB = 4096
+# Locks a transaction may hold on average (PostgreSQL's default is 64): a schema change of the compact vectors
+# (migration 163, a re-embedding) locks every owner's partition of them at once, about 15 locks each, so the lock
+# table of 200 connections holds a store of some 3,400 owners instead of 850 (about 10 MB of shared memory).
+MAX_LOCKS_PER_TRANSACTION = 256
 
 
 # Where a container's memory limit is written (cgroup v2, then v1); "max" or a huge number means none.
@@ -129,7 +133,10 @@ class EmbeddedServer:
                 return current
             self._init_pgdata()
             socket_dir = self._socket_dir()
-            options = f"-h '' -k {socket_dir} -c max_connections=200"
+            options = (
+                f"-h '' -k {socket_dir} -c max_connections=200"
+                f" -c max_locks_per_transaction={MAX_LOCKS_PER_TRANSACTION}"
+            )
             memory = shared_buffers(self.pgdata)
             if memory is not None:
                 options += f" -c shared_buffers={memory}"
