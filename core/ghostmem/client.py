@@ -411,6 +411,17 @@ class GhostMem(_Base, SyncOps):
         """The owner a capture call names (checked before anything is written), else the client's."""
         return checked_owner(owner) if owner else self.owner
 
+    @contextmanager
+    def _capturing(self, owner: str, conv_id: str) -> Iterator[Connection[Any]]:
+        """A connection for a capture that writes ``owner``'s ``conv_id``, whose project then gets its graph if it
+        has just grown large enough (:func:`ghostmem.maintenance.build_captured_project_graph`: the capture commits
+        first, so a build killed or refused loses nothing captured)."""
+        from ghostmem import maintenance
+
+        with self.connection() as conn:
+            yield conn
+            maintenance.build_captured_project_graph(conn, owner, conv_id)
+
     def capture_messages(self, conv_id: str, *, owner: str | None = None) -> list[MessageRecord]:
         """The messages of a captured conversation, in order (empty when it does not exist)."""
         from ghostmem import capture
@@ -432,10 +443,10 @@ class GhostMem(_Base, SyncOps):
         so that searches find them when the call returns."""
         from ghostmem import capture
 
-        with self.connection() as conn:
+        with self._capturing(who := self._whose(owner), conv_id) as conn:
             return capture.append_messages(
                 conn,
-                self._whose(owner),
+                who,
                 conv_id,
                 platform,
                 messages,
@@ -457,10 +468,10 @@ class GhostMem(_Base, SyncOps):
         """Make a captured conversation hold exactly ``messages`` (an empty list deletes it)."""
         from ghostmem import capture
 
-        with self.connection() as conn:
+        with self._capturing(who := self._whose(owner), conv_id) as conn:
             return capture.save_messages(
                 conn,
-                self._whose(owner),
+                who,
                 conv_id,
                 platform,
                 messages,
@@ -482,9 +493,9 @@ class GhostMem(_Base, SyncOps):
         None when there is no such message."""
         from ghostmem import capture
 
-        with self.connection() as conn:
+        with self._capturing(who := self._whose(owner), conv_id) as conn:
             return capture.remove_message(
-                conn, self._whose(owner), conv_id, platform, index, embedder=self.embedder, project=project
+                conn, who, conv_id, platform, index, embedder=self.embedder, project=project
             )
 
     def capture_delete(self, conv_id: str, *, owner: str | None = None) -> list[MessageRecord]:
@@ -509,9 +520,9 @@ class GhostMem(_Base, SyncOps):
         message ``ids``), writing only those not stored yet; a thread whose beginning changed is replaced."""
         from ghostmem import capture
 
-        with self.connection() as conn:
+        with self._capturing(who := self._whose(owner), conv_id) as conn:
             return capture.sync_messages(
-                conn, self._whose(owner), conv_id, platform, messages, ids,
+                conn, who, conv_id, platform, messages, ids,
                 embedder=self.embedder, title=title, project=project,
             )  # fmt: skip
 

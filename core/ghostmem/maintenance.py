@@ -18,9 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import psycopg
 from psycopg import Connection
 
 from ghostmem import enrich as enrichment
+from ghostmem.capture import TIER as CAPTURED
 from ghostmem.embed import Embedder
 from ghostmem.embed import load as load_model
 from ghostmem.errors import NotFound
@@ -36,6 +38,7 @@ from ghostmem.words import Arg
 logger = logging.getLogger(__name__)
 
 ENRICH_BATCH = 500  # conversations refreshed per transaction
+CAPTURE_GRAPH_LOCK_WAIT = "1s"  # the longest a capture's graph build waits for the owner's other writers
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,16 +186,56 @@ def _embed_messages(
 
 def build_project_graphs(conn: Connection[Any], owner: str) -> int:
     """Give each of the owner's projects that has grown past the setting ``project_graph_rows`` its own graph
-    (migration 155), in a transaction of its own; returns how many were built. Each build blocks writes of the
-    compact vectors (20-50 s per 31,000 rows), so it runs once per import or embedding, after its
-    batches. A role that may not build them (an application's: the function is the schema owner's) skips it:
-    the project is searched as before until the owner's next import or embedding builds it."""
-    may = conn.execute("SELECT has_function_privilege('ghostmem.build_project_graphs(text)', 'EXECUTE')")
-    if may.fetchone() != (True,):
+    (migration 155) and drop the graph of each that has fallen below it (migration 176), in a transaction of its
+    own; returns how many were built. Each build blocks writes of the owner's compact vectors (20-50 s per 31,000
+    rows), so it runs once per import or embedding, after its batches. A role that may not build them (an
+    application's: the function is the schema owner's) skips it: the project is searched as before until the
+    owner's next import or embedding builds it."""
+    if not _may_build_graphs(conn):
         return 0
     with conn.transaction():
         row = conn.execute("SELECT ghostmem.build_project_graphs(%s)", (owner,)).fetchone()
     return int(row[0]) if row else 0
+
+
+def build_captured_project_graph(conn: Connection[Any], owner: str, conv_id: str) -> int:
+    """After a live capture of ``conv_id``, in its transaction: when the conversation's project has reached the
+    setting ``project_graph_rows`` without a graph of its own, commit the capture and build the owner's graphs
+    (:func:`build_project_graphs`, once per project: it blocks that owner's writes while it runs, about a second at
+    5,000 messages), so a project filled by capture alone is walked as an imported one is. Else, the usual case, one
+    look at a few index rows. The build waits at most :data:`CAPTURE_GRAPH_LOCK_WAIT` for the owner's other
+    writers, and a build that fails (the wait over, the connection lost) is logged, not raised: what was captured
+    stands, and the project's next capture or import builds the graph. Returns how many graphs were built."""
+    if not _may_build_graphs(conn):
+        return 0
+    due = conn.execute(
+        """
+        SELECT 1 FROM ghostmem.conversations c
+        WHERE c.owner = %s AND c.tier = %s AND c.conv_id = %s AND c.project <> ''
+          AND to_regclass('ghostmem.' || ghostmem.project_graph_name(c.owner, c.project)) IS NULL
+          AND (SELECT sum(k.n) FROM ghostmem.message_counts k WHERE k.owner = c.owner AND k.project = c.project)
+              >= (SELECT s.value::bigint FROM ghostmem.settings s WHERE s.key = 'project_graph_rows')
+        """,
+        (owner, CAPTURED, conv_id),
+    ).fetchone()
+    if due is None:
+        return 0
+    conn.commit()
+    try:
+        with conn.transaction():
+            conn.execute(f"SET LOCAL lock_timeout = '{CAPTURE_GRAPH_LOCK_WAIT}'")
+            row = conn.execute("SELECT ghostmem.build_project_graphs(%s)", (owner,)).fetchone()
+    except psycopg.Error as error:
+        logger.warning(
+            "the graph of a captured project was not built (the next capture or import builds it): %s", error
+        )
+        return 0
+    return int(row[0]) if row else 0
+
+
+def _may_build_graphs(conn: Connection[Any]) -> bool:
+    may = conn.execute("SELECT has_function_privilege('ghostmem.build_project_graphs(text)', 'EXECUTE')")
+    return may.fetchone() == (True,)
 
 
 def unenriched(conn: Connection[Any], owner: str, tier: str) -> list[str]:

@@ -20,6 +20,7 @@ from ghostmem import GhostMem, HashEmbedder, maintenance, search
 from ghostmem.args import SearchPersonalMemoryArgs
 from ghostmem.db import migrate as migrations
 from ghostmem.program import run_sync
+from ghostmem.records import MessageRecord
 from ghostmem.search import search_messages
 from psycopg import sql
 from support.conversations import conversation, import_generic
@@ -321,3 +322,134 @@ def test_the_migration_builds_the_graphs_of_the_projects_already_large(server_ds
             "SELECT i.indisvalid FROM pg_index i WHERE i.indexrelid = ('ghostmem.' || %s)::regclass",
             (graph_name("ann", "big"),),
         ).fetchone() == (True,)
+
+
+def test_a_project_that_falls_below_the_size_loses_its_graph_at_the_next_build(
+    store: str, tmp_path: Path
+) -> None:
+    """Migration 176: a build drops the graph of each of the owner's projects now smaller than the size (one
+    shrunk by forgetting, one emptied, every one when the size is raised) and keeps the large ones'; another owner
+    whose name is the first's prefix, with projects of the same hostile names, keeps every graph of its own until
+    its own build."""
+    owners = ["o'brien %s\\", "o'brien %s"]
+    for owner in owners:
+        with GhostMem(dsn=store, owner=owner, embedder=HashEmbedder()) as gm:
+            convs = [c for i, p in enumerate(HOSTILE) for c in _convs(p, 3, f"p{i}-")]  # 15 messages each
+            import_generic(gm, tmp_path / "a.jsonl", convs)
+    every = {graph_name(o, p) for o in owners for p in HOSTILE}
+    with psycopg.connect(store, autocommit=True) as admin:
+        assert set(graphs(admin)) == every
+    first, second = owners
+    with GhostMem(dsn=store, owner=first, embedder=HashEmbedder()) as gm:
+        gm.forget("p0-0")  # 10 messages left: below the size
+        for i in range(3):
+            gm.forget(f"p1-{i}")  # none left
+        with gm.connection() as conn:
+            assert maintenance.build_project_graphs(conn, first) == 0
+    with psycopg.connect(store, autocommit=True) as admin:
+        assert set(graphs(admin)) == every - {graph_name(first, HOSTILE[0]), graph_name(first, HOSTILE[1])}
+        admin.execute("UPDATE ghostmem.settings SET value = '16' WHERE key = 'project_graph_rows'")
+        assert admin.execute("SELECT ghostmem.build_project_graphs(%s)", (first,)).fetchone() == (0,)
+        assert set(graphs(admin)) == {graph_name(second, p) for p in HOSTILE}
+        admin.execute(
+            "UPDATE ghostmem.settings SET value = %s WHERE key = 'project_graph_rows'", (str(SIZE),)
+        )
+        assert admin.execute("SELECT ghostmem.build_project_graphs(%s)", (first,)).fetchone() == (2,)
+        assert set(graphs(admin)) == every - {graph_name(first, HOSTILE[0]), graph_name(first, HOSTILE[1])}
+
+
+def _said(n: int, start: int = 0) -> list[MessageRecord]:
+    return [
+        MessageRecord(native_id="", role="user", text=f"{SAID[i % 4]} {i}") for i in range(start, start + n)
+    ]
+
+
+def test_a_project_filled_by_live_capture_gets_its_graph_once_it_reaches_the_size(store: str) -> None:
+    """A captured conversation's project gets its graph when a capture brings it to the size (hostile owner and
+    project), not before, and a search walks it; each capture kind counts (append, replace, sync)."""
+    owner, project = "o'brien %s\\", HOSTILE[1]
+    with GhostMem(dsn=store, owner=owner, embedder=HashEmbedder()) as gm:
+        gm.capture_append("c1", _said(SIZE - 1), platform="langchain", project=project)
+        with gm.connection() as conn:
+            assert graphs(conn) == {}
+        gm.capture_append("c1", _said(1, SIZE - 1), platform="langchain", project=project)
+        with gm.connection() as conn:
+            assert set(graphs(conn)) == {graph_name(owner, project)}
+        gm.capture_replace("c2", _said(SIZE), platform="langchain", project="beta")
+        gm.capture_sync(
+            "c3", _said(SIZE), [f"m{i}" for i in range(SIZE)], platform="langchain", project="gamma"
+        )
+        with gm.connection() as conn:
+            assert set(graphs(conn)) == {graph_name(owner, p) for p in (project, "beta", "gamma")}
+
+
+def test_a_capture_whose_graph_cannot_be_built_keeps_what_it_captured(
+    store: str, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A capture that brings its project to the size while another writer holds the owner's vectors waits at most
+    a second for them, then returns with its messages stored and no index, valid or not (a warning says so); one
+    whose build is killed while it waits returns too, its messages stored, no index; the project's next capture
+    builds the graph. A login that may not build graphs (an application's) captures as
+    before and builds none."""
+    with GhostMem(dsn=store, owner="ann", embedder=HashEmbedder()) as gm:
+        gm.capture_append("c1", _said(SIZE - 1), platform="langchain", project="alpha")
+        with psycopg.connect(store) as writer:
+            writer.execute("LOCK TABLE ghostmem.message_vectors IN ROW EXCLUSIVE MODE")
+            started = time.monotonic()
+            gm.capture_append("c1", _said(1, SIZE - 1), platform="langchain", project="alpha")
+            assert time.monotonic() - started < 10
+        assert "the graph of a captured project was not built" in caplog.text
+        assert len(gm.capture_messages("c1")) == SIZE
+        with gm.connection() as conn:
+            assert graphs(conn) == {}
+            assert conn.execute(
+                "SELECT count(*) FROM pg_index WHERE NOT indisvalid"
+                " AND indrelid IN (SELECT t.relid FROM pg_partition_tree('ghostmem.message_vectors') t)"
+            ).fetchone() == (0,)
+        monkeypatch.setattr(maintenance, "CAPTURE_GRAPH_LOCK_WAIT", "60s")  # killed while it waits, this time
+        with psycopg.connect(store) as writer, psycopg.connect(store, autocommit=True) as admin:
+            writer.execute("LOCK TABLE ghostmem.message_vectors IN ROW EXCLUSIVE MODE")
+            failed: list[BaseException] = []
+
+            def capture() -> None:
+                try:
+                    gm.capture_append("c1", _said(1, SIZE), platform="langchain")
+                except BaseException as error:
+                    failed.append(error)
+
+            capturing = threading.Thread(target=capture)
+            capturing.start()
+            for _ in range(200):
+                pid = admin.execute(
+                    "SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                    " AND query LIKE '%%build_project_graphs%%' AND pid <> pg_backend_pid()"
+                ).fetchone()
+                if pid:
+                    break
+                time.sleep(0.05)
+            assert pid
+            admin.execute("SELECT pg_terminate_backend(%s)", pid)
+            capturing.join(10)
+            assert not capturing.is_alive() and not failed
+        assert len(gm.capture_messages("c1")) == SIZE + 1
+        with gm.connection() as conn:
+            assert graphs(conn) == {}
+        gm.capture_append("c1", _said(1, SIZE + 1), platform="langchain", project="alpha")
+        with gm.connection() as conn:
+            assert set(graphs(conn)) == {graph_name("ann", "alpha")}
+    app = f"ghostmem_app_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(store, autocommit=True) as admin:
+        admin.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(app)))
+        admin.execute("SELECT ghostmem.grant_app(%s, 'ghostmem_runtime')", (app,))
+    info = psycopg.conninfo.conninfo_to_dict(store)
+    info["user"] = app
+    try:
+        with GhostMem(dsn=psycopg.conninfo.make_conninfo(**info), owner="ann", embedder=HashEmbedder()) as gm:
+            gm.capture_append("c2", _said(SIZE), platform="langchain", project="beta")
+            assert len(gm.capture_messages("c2")) == SIZE
+        with psycopg.connect(store) as admin:
+            assert set(graphs(admin)) == {graph_name("ann", "alpha")}
+    finally:
+        with psycopg.connect(store, autocommit=True) as admin:
+            admin.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(app)))
+            admin.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(app)))
