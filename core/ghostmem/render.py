@@ -143,7 +143,9 @@ def message_line(
     A cut excerpt ends in an ellipsis; a cut thread message also says how much of it was shown, so a reader knows
     the rest exists (``+``: the statement read only part of it, the message is longer still).
     """
-    who = f"{msg.role}:{msg.speaker}" if msg.speaker else msg.role
+    # the importers begin a tool call's text with its tool's name (so that the words find it): said once, there
+    named = msg.speaker and not (msg.role == "tool_call" and msg.text.startswith(f"{msg.speaker} "))
+    who = f"{msg.role}:{msg.speaker}" if named else msg.role
     if flat:
         text = clip(msg.text, limit)
         if msg.truncated and not text.endswith("…"):

@@ -149,6 +149,20 @@ def test_a_cut_thread_message_says_how_much_was_shown() -> None:
     assert render.message_line(short_but_truncated, flat=True).endswith(": abc…")
 
 
+def test_a_tool_calls_name_is_shown_once() -> None:
+    """An importer's tool call begins with its tool's name (Claude Code, Codex, Gemini): the label says the role
+    alone; a speaker the text does not begin with is still named (`ghostmem show` printed `tool_call:Bash: Bash`)."""
+    call = MessageView(seq=3, role="tool_call", speaker="Bash", text='Bash {"command": "ls"}')
+    assert render.message_line(call).endswith(' tool_call: Bash {"command": "ls"}')
+    assert render.message_line(call, flat=True).endswith(' tool_call: Bash {"command": "ls"}')
+    captured = MessageView(seq=4, role="tool_call", speaker="Bash", text='{"command": "ls"}')
+    assert render.message_line(captured).endswith(' tool_call:Bash: {"command": "ls"}')
+    prefix = MessageView(seq=5, role="tool_call", speaker="Bash", text="Bashful {}")
+    assert render.message_line(prefix).endswith(" tool_call:Bash: Bashful {}")
+    named = MessageView(seq=6, role="user", speaker="ann", text="ann here")
+    assert render.message_line(named).endswith(" user:ann: ann here")
+
+
 def test_nothing_is_shown_that_was_not_read() -> None:
     """Each text's shown limit fits in what its statement reads, and that in what is stored, so a cut is always the
     renderer's to mark."""
