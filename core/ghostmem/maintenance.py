@@ -28,6 +28,7 @@ from ghostmem.embed import load as load_model
 from ghostmem.errors import NotFound
 from ghostmem.ghosts import fill_memory_words
 from ghostmem.ingest import runner
+from ghostmem.ingest.common import Problem
 from ghostmem.ingest.report import ImportReport
 from ghostmem.progress import Display, display
 from ghostmem.records import TIERS
@@ -403,17 +404,22 @@ def watch(
     """Import, then poll every ``interval`` seconds (a stat per file when nothing changed) until interrupted.
 
     Each round takes a connection of its own from ``connection()``, so a watch outlives a restart of the server.
-    ``on_report`` hears of the rounds that imported something or met a problem; ``rounds`` bounds the loop.
+    ``on_report`` hears of the rounds that imported something or met problems other than the last round's (a
+    folder watched until an export lands in it is said to hold none once); ``rounds`` bounds the loop.
     """
     done = 0
+    problems: list[Problem] = []
     try:
         while rounds is None or done < rounds:
             with connection() as conn:
                 report = import_paths(conn, owner, tier, embedder, paths, embed=embed)
             if on_report is not None and (
-                report.conversations_new or report.conversations_updated or report.problems
+                report.conversations_new
+                or report.conversations_updated
+                or report.problems not in ([], problems)
             ):
                 on_report(report)
+            problems = report.problems
             done += 1
             if rounds is None or done < rounds:
                 time.sleep(interval)

@@ -312,6 +312,30 @@ def test_watch_polls_cheaply(gm: GhostMem, tmp_path: Path) -> None:
     assert (quiet.files_read, quiet.files_unchanged) == (0, 5)
 
 
+def test_a_folder_holding_nothing_ghostmem_reads_is_one_clear_problem(gm: GhostMem, tmp_path: Path) -> None:
+    """A folder given that holds no export or transcript (empty, or only other files, .json ones too) is not an
+    empty table of zeros and status 0: the import says it found nothing there, which files it looks for and where
+    they are described; a watch of it says so once, not every round, and imports what lands in it later."""
+    empty, other = tmp_path / "empty", tmp_path / "other"
+    empty.mkdir()
+    (other / "sub").mkdir(parents=True)
+    (other / "notes.txt").write_text("hello")
+    (other / "sub" / "package.json").write_text('{"name": "x"}')
+    for folder in (empty, other):
+        report = gm.import_paths([folder])
+        assert not report.ok and [str(p) for p in report.problems] == [
+            f"{folder}: no conversations found: no .jsonl, .json, .zip, .vscdb file here (or in its folders, hidden"
+            " ones left out) is an export or transcript ghostmem reads (docs/formats.md lists them)"
+        ]
+        assert report.render().splitlines() == ["nothing could be read:", f"  {report.problems[0]}"]
+    reports: list[ImportReport] = []
+    gm.watch([empty], tier="personal", embed=False, interval=0, on_report=reports.append, rounds=3)
+    assert len(reports) == 1 and not reports[0].ok
+    shutil.copytree(FIXTURES / "claude_code", empty / "cc")
+    gm.watch([empty], tier="personal", embed=False, interval=0, on_report=reports.append, rounds=2)
+    assert len(reports) == 2 and reports[1].conversations_new == 5 and reports[1].ok
+
+
 def test_summaries_title_sessions_in_other_files_in_either_order(gm: GhostMem, tmp_path: Path) -> None:
     project = tmp_path / "projects" / "-repo"
     jsonl(project / "a-session.jsonl", [
@@ -392,8 +416,9 @@ def test_no_default_location_is_one_clear_problem(
     report = gm.import_paths(None)
     assert not report.ok and [str(p) for p in report.problems] == [
         "(default locations): no conversations found in ~/.claude/projects (the usual places that exist here;"
-        " give paths to import)"
+        " give paths to import, or set CLAUDE_CONFIG_DIR or CODEX_HOME where Claude Code or Codex keep theirs)"
     ]
+    assert report.render().splitlines() == ["nothing could be read:", f"  {report.problems[0]}"]  # no table
     claude = tmp_path / "elsewhere"
     shutil.copytree(FIXTURES / "claude_code", claude)
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(claude))

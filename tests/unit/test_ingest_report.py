@@ -8,7 +8,10 @@ from ghostmem.ingest import ImportReport, Problem
 def test_ok_fails_only_when_nothing_could_be_read() -> None:
     assert ImportReport().ok  # nothing to do is not an error
     bad = ImportReport(problems=[Problem("/x/a.jsonl", 0, "no such file or directory")])
-    assert not bad.ok and "nothing could be read" in bad.render()
+    assert not bad.ok and bad.render().splitlines() == [  # not a table of zeros
+        "nothing could be read:",
+        "  /x/a.jsonl: no such file or directory",
+    ]
     partly = ImportReport(
         files_read=1, problems=[Problem("/x/b.jsonl", 7, "malformed JSON (Expecting value)")]
     )

@@ -57,6 +57,8 @@ class ImportReport:
         return not self.problems or self.files_read + self.files_unchanged > 0
 
     def render(self) -> str:
+        if not self.ok:  # not a table of zeros: what was looked for, and where
+            return "\n".join(["nothing could be read:", *self._problem_lines()])
         rows: list[tuple[str, ...]] = [
             ("platform", "new", "updated", "unchanged", "messages new", "ignored", "forgotten")
         ]
@@ -87,12 +89,14 @@ class ImportReport:
         )
         if self.problems:
             lines.append(f"problems ({len(self.problems)}):")
-            lines += [f"  {p}" for p in self.problems[:MAX_PROBLEMS_SHOWN]]
-            if len(self.problems) > MAX_PROBLEMS_SHOWN:
-                lines.append(f"  … and {len(self.problems) - MAX_PROBLEMS_SHOWN} more (--json lists all)")
-        if not self.ok:
-            lines.append("nothing could be read")
+            lines += self._problem_lines()
         return "\n".join(lines)
+
+    def _problem_lines(self) -> list[str]:
+        lines = [f"  {p}" for p in self.problems[:MAX_PROBLEMS_SHOWN]]
+        if len(self.problems) > MAX_PROBLEMS_SHOWN:
+            lines.append(f"  … and {len(self.problems) - MAX_PROBLEMS_SHOWN} more (--json lists all)")
+        return lines
 
     def to_dict(self) -> dict[str, Any]:
         return {

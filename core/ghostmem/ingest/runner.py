@@ -29,7 +29,7 @@ from ghostmem.errors import InvalidArgument
 from ghostmem.ingest import chatgpt, claude_ai, claude_code, codex, cursor, gemini, generic, langchain_pg
 from ghostmem.ingest.common import Item, Parsed, Problem, TitleHint
 from ghostmem.ingest.report import ImportReport
-from ghostmem.ingest.sources import Source, default_locations, iter_sources, stat_of
+from ghostmem.ingest.sources import SUFFIXES, Source, default_locations, iter_sources, stat_of
 from ghostmem.limits import STORED_PATH_BYTES, STORED_TITLE_CHARS
 from ghostmem.progress import Display
 from ghostmem.records import TIERS, TITLE_FROM_SUMMARY, ConversationRecord, clip, shortened
@@ -125,8 +125,8 @@ def import_paths(
             report.problems.append(problem)
 
         sources = list(iter_sources(targets, skipped, unchanged))
-        if paths is None and not sources and not report.files_unchanged and not report.problems:
-            report.problems.append(Problem("(default locations)", 0, _nothing_found(targets)))
+        if not sources and not report.files_unchanged and not report.problems:
+            report.problems.append(_nothing_found(targets, given=paths is not None))
         with (display or Display()).bar("importing", len(sources), "files") as bar:
             for source in sources:
                 label = f"importing {source.platform} {source.path.name}"[:60]
@@ -141,15 +141,30 @@ def import_paths(
     return report
 
 
-def _nothing_found(looked: Sequence[Path]) -> str:
-    """Why a discovering import read nothing: the usual places do not exist, or those that do hold no
-    conversation (a platform installed but never used)."""
-    usual = "~/.claude/projects, ~/.codex/sessions, ~/.gemini/tmp and Cursor's storage"
-    if not looked:
-        return f"no conversations found: {usual} do not exist here (give paths to import)"
+def _nothing_found(looked: Sequence[Path], *, given: bool) -> Problem:
+    """Why an import read nothing: the paths given hold no file of a known format, or (discovering) the usual
+    places do not exist, or those that do hold no conversation (a platform installed but never used)."""
     home = Path.home()
     where = ", ".join(f"~/{p.relative_to(home)}" if p.is_relative_to(home) else str(p) for p in looked)
-    return f"no conversations found in {where} (the usual places that exist here; give paths to import)"
+    if given:
+        kinds = ", ".join(SUFFIXES)
+        return Problem(where, 0, (
+            f"no conversations found: no {kinds} file here (or in its folders, hidden ones left out) is an export"
+            " or transcript ghostmem reads (docs/formats.md lists them)"
+        ))  # fmt: skip
+    elsewhere = (
+        "give paths to import, or set CLAUDE_CONFIG_DIR or CODEX_HOME where Claude Code or Codex keep theirs"
+    )
+    if not looked:
+        usual = "~/.claude/projects, ~/.codex/sessions, ~/.gemini/tmp and Cursor's storage"
+        return Problem(
+            "(default locations)", 0, f"no conversations found: {usual} do not exist here ({elsewhere})"
+        )
+    return Problem(
+        "(default locations)",
+        0,
+        f"no conversations found in {where} (the usual places that exist here; {elsewhere})",
+    )
 
 
 def import_langchain_table(
