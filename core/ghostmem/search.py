@@ -1002,12 +1002,28 @@ _FIND_CONVERSATION = sql.SQL(
 ).format(columns=_ROW_COLUMNS)
 
 
-def _not_found(conv_id: str) -> NotFound:
+PREFIX_MATCHES = 3  # the conv_ids a conversation not found names when they begin with what was given
+
+
+def _not_found(ctx: OpContext, conv_id: str) -> Program[NotFound]:
+    """The error of a conversation that is not stored, naming the owner's conv_ids that begin with what was given
+    (an id copied short, as git's are): read only on this way out."""
+    rows = yield Query(
+        "SELECT DISTINCT c.conv_id FROM ghostmem.conversations c"
+        " WHERE c.owner = %(owner)s AND starts_with(c.conv_id, %(conv_id)s) ORDER BY 1 LIMIT %(n)s",
+        {"owner": ctx.owner, "conv_id": conv_id, "n": PREFIX_MATCHES + 1},
+    )
+    if not rows:
+        return NotFound(
+            f"no conversation {conv_id!r} in personal memory or the library: find conv_ids with ",
+            Op("search_personal_memory"),
+            " or ",
+            Op("list_recent_conversations"),
+        )
+    named = ", ".join(repr(r["conv_id"]) for r in rows[:PREFIX_MATCHES])
+    more = " and more (give more of the id)" if len(rows) > PREFIX_MATCHES else " (give one whole)"
     return NotFound(
-        f"no conversation {conv_id!r} in personal memory or the library: find conv_ids with ",
-        Op("search_personal_memory"),
-        " or ",
-        Op("list_recent_conversations"),
+        f"no conversation {conv_id!r} in personal memory or the library; conv_ids beginning with it: {named}{more}"
     )
 
 
@@ -1034,7 +1050,7 @@ def get_conversation(ctx: OpContext, args: GetConversationArgs) -> Program[Threa
         statement, {"owner": ctx.owner, "conv_id": args.conv_id, "offset": args.offset, "limit": args.limit}
     )
     if not rows:
-        raise _not_found(args.conv_id)
+        raise (yield from _not_found(ctx, args.conv_id))
     row = rows[0]
     messages = [_message_view(m) for m in row["messages"]]
     end = args.offset + len(messages)
@@ -1077,7 +1093,7 @@ def get_conversation_summary(
         {"owner": ctx.owner, "conv_id": args.conv_id, "head": head, "tail": args.max_messages - head},
     )
     if not rows:
-        raise _not_found(args.conv_id)
+        raise (yield from _not_found(ctx, args.conv_id))
     row = rows[0]
     head_views = [_message_view(m) for m in row["head"]]
     tail_views = [_message_view(m) for m in row["tail"]]

@@ -197,6 +197,39 @@ def test_unknown_conversation_suggests_search(store: GhostMem) -> None:
         assert "\n" not in str(err.value)
 
 
+def test_an_id_given_short_names_the_owners_ids_that_begin_with_it(
+    gm: GhostMem, tmp_path: Path, pg_dsn: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An id copied short (as `ghostmem show 5560` for the demo's 55604662-…) is not found, and the error names the
+    owner's conv_ids that begin with it (library ones too), at most three, literally (`%` and `_` are not
+    wildcards); never another owner's; an id beginning no conversation id still suggests search. The CLI says it in
+    the same words."""
+    convs = [
+        conversation(i, "t", 1, ["hello"])
+        for i in ("55604662-aaaa", "a%b_c", "axbyc", "b1", "b2", "b3", "b4")
+    ]
+    import_generic(gm, tmp_path / "a.jsonl", convs)
+    import_generic(gm, tmp_path / "l.jsonl", [conversation("lib-5", "t", 1, ["hi"])], tier="library")
+    other = GhostMem(dsn=pg_dsn, owner=f"{gm.owner}-other", embedder=gm.embedder)
+    import_generic(other, tmp_path / "o.jsonl", [conversation("5560-theirs", "t", 1, ["theirs"])])
+    for call in (gm.get_conversation, gm.get_conversation_summary):
+        for given, named in (
+            ("5560", "conv_ids beginning with it: '55604662-aaaa' (give one whole)"),
+            ("a%", "conv_ids beginning with it: 'a%b_c' (give one whole)"),
+            ("b", "conv_ids beginning with it: 'b1', 'b2', 'b3' and more (give more of the id)"),
+            ("lib", "conv_ids beginning with it: 'lib-5' (give one whole)"),
+        ):
+            with pytest.raises(NotFound) as err:
+                call(given)
+            assert str(err.value) == f"no conversation {given!r} in personal memory or the library; {named}"
+        with pytest.raises(NotFound) as err:
+            other.get_conversation("55604662")
+        assert "search_personal_memory" in str(err.value) and "aaaa" not in str(err.value)
+    other.close()
+    assert main(["--dsn", gm.dsn, "--owner", gm.owner, "show", "5560"]) == 2
+    assert "conv_ids beginning with it: '55604662-aaaa' (give one whole)" in capsys.readouterr().err
+
+
 def test_summary_takes_head_and_tail_halves(store: GhostMem) -> None:
     data = store.get_conversation_summary("long", max_messages=6).data
     assert [m.seq for m in data.head] == [0, 1, 2]
