@@ -30,8 +30,10 @@ from ghostmem.ghosts import fill_memory_words
 from ghostmem.ingest import runner
 from ghostmem.ingest.common import Problem
 from ghostmem.ingest.report import ImportReport
+from ghostmem.program import run_sync
 from ghostmem.progress import Display, display
 from ghostmem.records import TIERS
+from ghostmem.search import beginning_with, conv_ids_beginning
 from ghostmem.store import embed_pending as embed_batches
 from ghostmem.store import fill_morphemes, purge, remember
 from ghostmem.words import Arg
@@ -324,6 +326,9 @@ def forget(conn: Connection[Any], owner: str, conv_id: str, *, force: bool = Fal
     """
     with conn.transaction():
         if not force and not _known(conn, owner, conv_id):
+            # an id copied short: named whole, so that force does not keep out a prefix while the conversation stays
+            if ids := run_sync(conv_ids_beginning(owner, conv_id), conn, None):
+                raise NotFound(f"no conversation {conv_id!r} is stored; {beginning_with(ids)}")
             raise NotFound(
                 f"no conversation {conv_id!r} is stored: check the id (as search results and lists show it), or "
                 "force it to keep a conversation out before it is ever imported (",

@@ -1005,26 +1005,34 @@ _FIND_CONVERSATION = sql.SQL(
 PREFIX_MATCHES = 3  # the conv_ids a conversation not found names when they begin with what was given
 
 
-def _not_found(ctx: OpContext, conv_id: str) -> Program[NotFound]:
-    """The error of a conversation that is not stored, naming the owner's conv_ids that begin with what was given
-    (an id copied short, as git's are): read only on this way out."""
+def conv_ids_beginning(owner: str, given: str) -> Program[list[str]]:
+    """The owner's conv_ids (either tier) that begin with ``given`` (an id copied short, as git's are), at most
+    :data:`PREFIX_MATCHES` and one more (to say there are more): read only when ``given`` is not an id."""
     rows = yield Query(
         "SELECT DISTINCT c.conv_id FROM ghostmem.conversations c"
-        " WHERE c.owner = %(owner)s AND starts_with(c.conv_id, %(conv_id)s) ORDER BY 1 LIMIT %(n)s",
-        {"owner": ctx.owner, "conv_id": conv_id, "n": PREFIX_MATCHES + 1},
+        " WHERE c.owner = %(owner)s AND starts_with(c.conv_id, %(given)s) ORDER BY 1 LIMIT %(n)s",
+        {"owner": owner, "given": given, "n": PREFIX_MATCHES + 1},
     )
-    if not rows:
+    return [r["conv_id"] for r in rows]
+
+
+def beginning_with(ids: list[str]) -> str:
+    """What an error says of the conv_ids :func:`conv_ids_beginning` found."""
+    more = " and more (give more of the id)" if len(ids) > PREFIX_MATCHES else " (give one whole)"
+    return f"conv_ids beginning with it: {', '.join(map(repr, ids[:PREFIX_MATCHES]))}{more}"
+
+
+def _not_found(ctx: OpContext, conv_id: str) -> Program[NotFound]:
+    """The error of a conversation that is not stored, naming the owner's conv_ids that begin with what was given."""
+    ids = yield from conv_ids_beginning(ctx.owner, conv_id)
+    if not ids:
         return NotFound(
             f"no conversation {conv_id!r} in personal memory or the library: find conv_ids with ",
             Op("search_personal_memory"),
             " or ",
             Op("list_recent_conversations"),
         )
-    named = ", ".join(repr(r["conv_id"]) for r in rows[:PREFIX_MATCHES])
-    more = " and more (give more of the id)" if len(rows) > PREFIX_MATCHES else " (give one whole)"
-    return NotFound(
-        f"no conversation {conv_id!r} in personal memory or the library; conv_ids beginning with it: {named}{more}"
-    )
+    return NotFound(f"no conversation {conv_id!r} in personal memory or the library; {beginning_with(ids)}")
 
 
 def get_conversation(ctx: OpContext, args: GetConversationArgs) -> Program[Thread]:

@@ -203,7 +203,7 @@ def test_an_id_given_short_names_the_owners_ids_that_begin_with_it(
     """An id copied short (as `ghostmem show 5560` for the demo's 55604662-…) is not found, and the error names the
     owner's conv_ids that begin with it (library ones too), at most three, literally (`%` and `_` are not
     wildcards); never another owner's; an id beginning no conversation id still suggests search. The CLI says it in
-    the same words."""
+    the same words, and forget does too (instead of offering force, which would keep out the prefix alone)."""
     convs = [
         conversation(i, "t", 1, ["hello"])
         for i in ("55604662-aaaa", "a%b_c", "axbyc", "b1", "b2", "b3", "b4")
@@ -225,9 +225,20 @@ def test_an_id_given_short_names_the_owners_ids_that_begin_with_it(
         with pytest.raises(NotFound) as err:
             other.get_conversation("55604662")
         assert "search_personal_memory" in str(err.value) and "aaaa" not in str(err.value)
-    other.close()
     assert main(["--dsn", gm.dsn, "--owner", gm.owner, "show", "5560"]) == 2
     assert "conv_ids beginning with it: '55604662-aaaa' (give one whole)" in capsys.readouterr().err
+    # forget: a short id would be kept out with --force while the conversation stays; it names the whole id instead
+    with pytest.raises(NotFound) as err:
+        gm.forget("5560")
+    assert (
+        str(err.value)
+        == "no conversation '5560' is stored; conv_ids beginning with it: '55604662-aaaa' (give one whole)"
+    )
+    with pytest.raises(NotFound) as err:
+        other.forget("55604662")
+    assert "force" in str(err.value) and "aaaa" not in str(err.value)
+    assert gm.get_conversation("55604662-aaaa").data.conversation.conv_id == "55604662-aaaa"
+    other.close()
 
 
 def test_summary_takes_head_and_tail_halves(store: GhostMem) -> None:
