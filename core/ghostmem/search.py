@@ -386,7 +386,8 @@ _EXACT_ROWS = """
 _EXACT_SCAN = "\nvec_scan AS MATERIALIZED (" + _EXACT_ROWS + ")"
 
 # A larger scope (vector_scan) is ranked by the Hamming distance of its quantized vectors (migration 110: one bit a
-# dimension, a narrow table), and its nearest `candidates` are ranked again by their compact vectors' distance
+# dimension, a narrow table; a time window's or a platform's read from the index alone, whose entries hold the id
+# and the bits, migration 164), and its nearest `candidates` are ranked again by their compact vectors' distance
 # (one index scan of message_vectors' primary key for all of them), so the rows come back in the order of the
 # exact scan's distances (cosine_distance, as there); quantized_candidates are enough to find nearly all of the exact
 # scan's rows.

@@ -65,6 +65,7 @@ BEFORE_PROJECT_GRAPHS = (
     154  # everything before 155_project_graphs, which builds the large projects' own graphs
 )
 BEFORE_VECTOR_GRAPHS = 162  # everything before 163_vector_graph_per_owner (155 and 159 among them)
+BEFORE_BITS_COVERING = 163  # everything before 164_message_bits_covering
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
@@ -440,14 +441,15 @@ def test_the_runtime_api_is_granted_from_one_list(empty_dsn: str) -> None:
         (BEFORE_STORE_PENDING_LIST, "REINDEX INDEX ghostmem.store_items_tsv"),
         (BEFORE_PROJECT_GRAPHS, "LOCK TABLE ghostmem.message_vectors IN ACCESS EXCLUSIVE MODE"),
         (BEFORE_VECTOR_GRAPHS, "LOCK TABLE ghostmem.message_vectors IN ACCESS EXCLUSIVE MODE"),
+        (BEFORE_BITS_COVERING, "LOCK TABLE ghostmem.message_bits IN ACCESS EXCLUSIVE MODE"),
     ],
 )
 def test_an_upgrade_killed_in_the_middle_of_a_migration_resumes(
     empty_dsn: str, start: int, held: str
 ) -> None:
-    """A store at 100 (or 106, 109, 115, 119, 129, 154, 162) with data (a word of 2,040 bytes and a message of
+    """A store at 100 (or 106, 109, 115, 119, 129, 154, 162, 163) with data (a word of 2,040 bytes and a message of
     ~57,000 distinct CJK pairs among it, too long for 102's owner-keyed words if they were keyed whole), upgraded by
-    a process SIGKILLed while 101 (or 107, 110, 116, 120, 130, 155, 163) is running (it waits for the table it
+    a process SIGKILLed while 101 (or 107, 110, 116, 120, 130, 155, 163, 164) is running (it waits for the table it
     copies or indexes, or the index it sets, which an administrator holds): nothing of it is left, and the next
     upgrade applies every migration with the data kept, the compact vectors (in the owner's partition), their bits
     and the word counts complete, the indexes built and set and the odd messages found."""
@@ -515,13 +517,26 @@ def test_an_upgrade_killed_in_the_middle_of_a_migration_resumes(
         assert len(actual) == 2 and kept == actual
         kept, actual = word_counts(conn)
         assert len(actual) == 4 and kept == actual
-        # a killed 120 left none of its indexes half built (invalid); the rerun built them
+        # a killed 120 (164) left none of its indexes half built (invalid); the rerun built them, the bits' time
+        # and platform indexes holding the id and the bits (164)
         valid = conn.execute(
             "SELECT count(*) FILTER (WHERE indisvalid) FROM pg_index WHERE indexrelid IN"
             " ('ghostmem.message_vectors_owner_platform_ts'::regclass,"
             " 'ghostmem.message_bits_owner_platform_ts'::regclass)"
         ).fetchone()
         assert valid == (2,)
+        assert conn.execute(
+            "SELECT array_agg(pg_get_indexdef(indexrelid) ORDER BY pg_get_indexdef(indexrelid)) FROM pg_index WHERE indisvalid"
+            " AND indexrelid IN ('ghostmem.message_bits_owner_ts'::regclass,"
+            " 'ghostmem.message_bits_owner_platform_ts'::regclass)"
+        ).fetchone() == (
+            [
+                "CREATE INDEX message_bits_owner_platform_ts ON ghostmem.message_bits USING btree"
+                " (owner, tier, platform, ts) INCLUDE (id, bits)",
+                "CREATE INDEX message_bits_owner_ts ON ghostmem.message_bits USING btree (owner, tier, ts)"
+                " INCLUDE (id, bits)",
+            ],
+        )
         short = (*SEARCHED_GIN, STORE_GIN)
         assert gin_options(conn, short) == dict.fromkeys(short, PENDING_LIST_OPTIONS)
     with GhostMem(dsn=empty_dsn, owner=owner, embedder=HashEmbedder()) as gm:

@@ -512,8 +512,9 @@ def test_a_scope_is_read_through_its_index(
 ) -> None:
     """The exact scan reads the compact vectors of the owner's partition, and the quantized scan their bits, through
     the index of its scope — the owner's (owner, tier, ts) range, or the project's and titled conversations' entries
-    — never a sequential scan; the quantized scan's candidates are read again through the primary key of the
-    owner's partition; where the model says the scope is large, the vector leg walks the HNSW graph of the owner's
+    — never a sequential scan, a time window's or a platform's bits from the index alone (migration 164: the table
+    vacuumed every thousand rows written); the quantized scan's candidates are read again through the primary key
+    of the owner's partition; where the model says the scope is large, the vector leg walks the HNSW graph of the owner's
     partition."""
     with fresh_database(server_dsn, "ghostmem_exact") as dsn:
         big = [
@@ -534,8 +535,13 @@ def test_a_scope_is_read_through_its_index(
                     "UPDATE ghostmem.messages SET platform = CASE WHEN conv_id IN ('s0', 's1', 't') THEN 'codex'"
                     " ELSE (ARRAY['generic', 'codex', 'gemini', 'cursor'])[1 + abs(hashtext(conv_id)) % 4] END"
                 )
+            # the tables analysed, the bits' pages all-visible as autovacuum leaves them (164: every 1,000 rows)
+            with psycopg.connect(dsn, autocommit=True) as conn:
                 for table in ("messages", "message_vectors", "message_bits"):
-                    conn.execute(f"ANALYZE ghostmem.{table}")
+                    conn.execute(f"VACUUM ANALYZE ghostmem.{table}".encode())
+                assert conn.execute(
+                    "SELECT reloptions FROM pg_class WHERE oid = 'ghostmem.message_bits'::regclass"
+                ).fetchone() == (["autovacuum_vacuum_insert_scale_factor=0"],)
             text, _ = _statement(gm, SearchPersonalMemoryArgs(query="tiny deploy"))
             assert "FROM ghostmem.message_vectors m" in text  # the model's choice for 12 rows
             # a platform's scope is its rows (counted by 092), within a time window its share of them
@@ -579,9 +585,13 @@ def test_a_scope_is_read_through_its_index(
                         {},
                         "on message_bits_",
                     ),  # the owner's rows: any of its indexes (all lead with owner, tier)
-                    ({"days": 7}, "message_bits_owner_ts"),
-                    ({"platform": "codex"}, "message_bits_owner_platform_ts"),  # migration 120
-                    ({"platform": "codex", "days": 7}, "message_bits_owner_platform_ts"),
+                    # a time window's and a platform's bits from the index alone (migration 164)
+                    ({"days": 7}, "Index Only Scan using message_bits_owner_ts"),
+                    ({"platform": "codex"}, "Index Only Scan using message_bits_owner_platform_ts"),  # 120
+                    (
+                        {"platform": "codex", "days": 7},
+                        "Index Only Scan using message_bits_owner_platform_ts",
+                    ),
                     (
                         {"project": "tiny"},
                         "message_bits_owner_project_ts",
