@@ -930,6 +930,18 @@ def search_messages(
     return rows
 
 
+def _shown_matches(rows: list[Row]) -> list[list[Row]]:
+    """The rows of a search (one per shown message, each conversation's together, best message first) grouped by
+    conversation, in their order."""
+    grouped: list[list[Row]] = []
+    for row in rows:
+        if grouped and (grouped[-1][0]["tier"], grouped[-1][0]["conv_id"]) == (row["tier"], row["conv_id"]):
+            grouped[-1].append(row)
+        else:
+            grouped.append([row])
+    return grouped
+
+
 def search_personal_memory(ctx: OpContext, args: SearchPersonalMemoryArgs) -> Program[SearchResult]:
     plan = yield from _plan(ctx, args, max(DEPTH_PER_LEG, 5 * args.limit), SIMILARITY_FLOOR)
     if not plan.searches:
@@ -947,43 +959,54 @@ def search_personal_memory(ctx: OpContext, args: SearchPersonalMemoryArgs) -> Pr
             ORDER BY max(h.score) DESC, h.tier = 'library', h.conv_id
             LIMIT {limit}
         )
-        SELECT {columns}, b.score, x.matches, x.evidence, x.explain -> 0 AS explain
+        -- A row per shown message (at most {matches} a conversation, best first): only they are read from the
+        -- messages, the legs carrying each message's conversation. The client groups them into hits, so no json
+        -- is built for them.
+        SELECT {columns}, b.score, shown.seq, shown.role, to_json(shown.ts) AS ts, shown.speaker,
+               left(shown.text, {chars}) AS text, char_length(shown.text) > {chars} AS truncated,
+               h.lex_cover, coalesce(1 - h.vec_dist, {similarity}) AS similarity,
+               h.score::float8 AS fused, h.lex_rank, h.lex_score, h.vec_rank, h.vec_dist
         FROM best b
         JOIN ghostmem.conversations c ON c.owner = %(owner)s AND c.tier = b.tier AND c.conv_id = b.conv_id
-        -- Only the messages shown are read: the legs carry each message's conversation.
-        CROSS JOIN LATERAL (
-            SELECT jsonb_agg({message} ORDER BY h.pos) AS matches,
-                   jsonb_agg(jsonb_build_array(h.lex_cover, coalesce(1 - h.vec_dist, {similarity})) ORDER BY h.pos)
-                       AS evidence,
-                   jsonb_agg(jsonb_build_object('fused', h.score, 'lexical_rank', h.lex_rank,
-                                                'lexical_score', h.lex_score, 'vector_rank', h.vec_rank,
-                                                'vector_distance', h.vec_dist, 'message_seq', m.seq))
-                       FILTER (WHERE h.pos = 1) AS explain
-            FROM hits h JOIN ghostmem.messages m ON m.id = h.id AND m.owner = %(owner)s
-            WHERE h.tier = b.tier AND h.conv_id = b.conv_id AND h.pos <= {matches}
-        ) x
-        ORDER BY b.score DESC, b.tier = 'library', b.conv_id
+        JOIN hits h ON h.tier = b.tier AND h.conv_id = b.conv_id AND h.pos <= {matches}
+        JOIN ghostmem.messages shown ON shown.id = h.id AND shown.owner = %(owner)s
+        ORDER BY b.score DESC, b.tier = 'library', b.conv_id, h.pos
         """
     ).format(
-        message=_message_json(READ_MATCH_CHARS),
         columns=_ROW_COLUMNS,
+        chars=sql.Literal(READ_MATCH_CHARS),
         # the cosine of a shown message only the lexical leg found (its vector is read for these few rows only)
-        similarity=sql.SQL("1 - (m.embedding <=> %(qvec)s::vector)" if plan.vector else "NULL::float8"),
+        similarity=sql.SQL("1 - (shown.embedding <=> %(qvec)s::vector)" if plan.vector else "NULL::float8"),
         **plan.literals,
     )
     rows: list[Row] = yield Query(statement, plan.params)
     hits = []
     shown = 1.0
-    for r in rows:
-        evidence = max(relevance(cover, similarity) for cover, similarity in r["evidence"])
+    for conversation in _shown_matches(rows):
+        first = conversation[0]
+        evidence_pairs = [[r["lex_cover"], r["similarity"]] for r in conversation]
+        evidence = max(relevance(cover, similarity) for cover, similarity in evidence_pairs)
         shown = min(shown, evidence)  # never above the hit ranked before it: the order stays the fusion's
         # explain: the best message's ranks and fused score, and each shown message's [word coverage, cosine]
-        explain = {**r["explain"], "evidence": r["evidence"], "relevance": evidence} if args.explain else None
+        explain = (
+            {
+                "fused": first["fused"],
+                "lexical_rank": first["lex_rank"],
+                "lexical_score": first["lex_score"],
+                "vector_rank": first["vec_rank"],
+                "vector_distance": first["vec_dist"],
+                "message_seq": first["seq"],
+                "evidence": evidence_pairs,
+                "relevance": evidence,
+            }
+            if args.explain
+            else None
+        )
         hits.append(
             SearchHit(
-                **_conversation_row(r).model_dump(),
+                **_conversation_row(first).model_dump(),
                 score=shown,
-                matches=[_message_view(m) for m in r["matches"] or []],
+                matches=[_message_view(r) for r in conversation],
                 explain=explain,
             )
         )

@@ -282,6 +282,63 @@ def _explaining(program: Program[Any], conn: Connection[Any], plans: list[str]) 
         return done.value
 
 
+def test_only_the_shown_messages_are_read(gm: GhostMem, tmp_path: Path) -> None:
+    """The statement returns a row per shown message (at most MATCHES_PER_HIT a conversation, best first) and reads
+    only those from ghostmem.messages, however many of each conversation's messages the legs fused."""
+    matching = [
+        conversation(f"c{i}", f"talk {i}", 1, [f"deploy step {j} of plan {i}" for j in range(6)])
+        for i in range(6)
+    ]
+    others = [conversation(f"o{i}", f"other {i}", 1, [f"lunch note {i}", "fine"]) for i in range(300)]
+    import_generic(gm, tmp_path / "many.jsonl", matching + others)
+    args = SearchPersonalMemoryArgs(query="deploy step", limit=2, explain=True)
+    read: list[int] = []
+    with gm.connection() as conn:
+        conn.execute(b"ANALYZE ghostmem.messages")
+        result = run_sync(
+            _reading_shown(search_personal_memory(gm.context, args), conn, read), conn, gm.embedder
+        )
+        fused = run_sync(search_messages(gm.context, args, 100), conn, gm.embedder)
+    assert len(fused) >= 36  # every message of the six conversations holds both words
+    assert len(result.rows) == 2
+    for hit in result.rows:
+        assert len(hit.matches) == search.MATCHES_PER_HIT
+        assert hit.explain is not None and hit.explain["message_seq"] == hit.matches[0].seq
+        assert len(hit.explain["evidence"]) == search.MATCHES_PER_HIT
+        best_first = [m["seq"] for m in fused if m["conv_id"] == hit.conv_id][: search.MATCHES_PER_HIT]
+        assert [m.seq for m in hit.matches] == best_first
+    assert read == [2 * search.MATCHES_PER_HIT]  # the shown messages, nothing else
+
+
+def _reading_shown(program: Program[Any], conn: Connection[Any], read: list[int]) -> Program[Any]:
+    """Run ``program``, adding to ``read`` how many rows its main statement read as the shown messages."""
+    reply: Any = None
+    try:
+        while True:
+            step = program.send(reply)
+            if isinstance(step, Query) and not isinstance(step.text, bytes | str):
+                text = step.text.as_string(conn)
+                if "ghostmem.messages shown" in text:
+                    explained = f"EXPLAIN (ANALYZE, FORMAT JSON) {text}".encode()
+                    plan = conn.execute(explained, step.params).fetchone()[0]  # type: ignore[arg-type,index]
+                    read.append(
+                        sum(
+                            n["Actual Rows"] * n["Actual Loops"]
+                            for n in _nodes(plan[0]["Plan"])
+                            if n.get("Alias") == "shown"
+                        )
+                    )
+            reply = yield step
+    except StopIteration as done:
+        return done.value
+
+
+def _nodes(node: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    yield node
+    for child in node.get("Plans", []):
+        yield from _nodes(child)
+
+
 def test_narrow_filter_still_fills_the_limit(
     gm: GhostMem, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
