@@ -148,6 +148,7 @@ def _after_import(
             _enrich(conn, owner, tier, ids, shown)
             report.conversations_enriched = len(ids)
             report.seconds_enrich = time.perf_counter() - started
+        analyze_new_tables(conn)
 
 
 def embed_pending(
@@ -163,6 +164,7 @@ def embed_pending(
             ids = unenriched(conn, owner, tier)
             _enrich(conn, owner, tier, ids, shown)
             refreshed += len(ids)
+        analyze_new_tables(conn)
     return EmbedReport(done.count, done.seconds, refreshed, done.seconds_model_load)
 
 
@@ -237,8 +239,24 @@ def build_captured_project_graph(conn: Connection[Any], owner: str, conv_id: str
 
 
 def _may_build_graphs(conn: Connection[Any]) -> bool:
-    may = conn.execute("SELECT has_function_privilege('ghostmem.build_project_graphs(text)', 'EXECUTE')")
+    return _may_execute(conn, "ghostmem.build_project_graphs(text)")
+
+
+def _may_execute(conn: Connection[Any], function: str) -> bool:
+    may = conn.execute("SELECT has_function_privilege(%s, 'EXECUTE')", (function,))
     return may.fetchone() == (True,)
+
+
+def analyze_new_tables(conn: Connection[Any]) -> int:
+    """Analyze the tables an import or embedding filled that hold at least the setting ``analyze_new_pages`` pages
+    and were never analyzed or last counted at a tenth of their size or less (migration 177), so the first searches after a first import are planned on
+    statistics rather than on the tables' sizes alone (docs/formats.md, "Statistics after a first import"); returns
+    how many. A role that may not (an application's: the function is the schema owner's) skips it: autovacuum
+    analyzes them at its next visit."""
+    if not _may_execute(conn, "ghostmem.analyze_new_tables()"):
+        return 0
+    row = conn.execute("SELECT ghostmem.analyze_new_tables()").fetchone()
+    return int(row[0]) if row else 0
 
 
 def unenriched(conn: Connection[Any], owner: str, tier: str) -> list[str]:

@@ -9,7 +9,6 @@ import hashlib
 import re
 import threading
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,7 +23,7 @@ from ghostmem.records import MessageRecord
 from ghostmem.search import search_messages
 from psycopg import sql
 from support.conversations import conversation, import_generic
-from support.databases import fresh_database
+from support.databases import app_login, fresh_database
 from support.statements import recording
 
 SIZE = 12  # project_graph_rows in these tests: a project of 12 messages or more gets its graph
@@ -201,15 +200,9 @@ def test_a_role_that_may_not_build_or_drop_the_graphs_cannot(
     owner built and find the same."""
     with GhostMem(dsn=store, owner="ann", embedder=HashEmbedder()) as gm:
         import_generic(gm, tmp_path / "a.jsonl", _convs("alpha", 4, "a"))
-    app = f"ghostmem_app_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(store, autocommit=True) as admin:
+    with psycopg.connect(store) as admin:
         (name,) = graphs(admin)
-        admin.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(app)))
-        admin.execute("SELECT ghostmem.grant_app(%s, 'ghostmem_runtime')", (app,))
-    info = psycopg.conninfo.conninfo_to_dict(store)
-    info["user"] = app
-    app_dsn = psycopg.conninfo.make_conninfo(**info)
-    try:
+    with app_login(store) as app_dsn:
         with psycopg.connect(app_dsn, autocommit=True) as conn:
             for role in (None, "ghostmem_runtime"):
                 if role:
@@ -234,12 +227,8 @@ def test_a_role_that_may_not_build_or_drop_the_graphs_cannot(
             assert _walked(gm, text, params) == {name} and {r["conv_id"] for r in rows} == {
                 f"a{i}" for i in range(4)
             }
-        with psycopg.connect(store) as admin:
-            assert set(graphs(admin)) == {name}
-    finally:
-        with psycopg.connect(store, autocommit=True) as admin:
-            admin.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(app)))
-            admin.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(app)))
+    with psycopg.connect(store) as admin:
+        assert set(graphs(admin)) == {name}
 
 
 def test_a_killed_build_leaves_nothing_half_made(store: str, tmp_path: Path) -> None:
@@ -437,19 +426,8 @@ def test_a_capture_whose_graph_cannot_be_built_keeps_what_it_captured(
         gm.capture_append("c1", _said(1, SIZE + 1), platform="langchain", project="alpha")
         with gm.connection() as conn:
             assert set(graphs(conn)) == {graph_name("ann", "alpha")}
-    app = f"ghostmem_app_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(store, autocommit=True) as admin:
-        admin.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(app)))
-        admin.execute("SELECT ghostmem.grant_app(%s, 'ghostmem_runtime')", (app,))
-    info = psycopg.conninfo.conninfo_to_dict(store)
-    info["user"] = app
-    try:
-        with GhostMem(dsn=psycopg.conninfo.make_conninfo(**info), owner="ann", embedder=HashEmbedder()) as gm:
-            gm.capture_append("c2", _said(SIZE), platform="langchain", project="beta")
-            assert len(gm.capture_messages("c2")) == SIZE
-        with psycopg.connect(store) as admin:
-            assert set(graphs(admin)) == {graph_name("ann", "alpha")}
-    finally:
-        with psycopg.connect(store, autocommit=True) as admin:
-            admin.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(app)))
-            admin.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(app)))
+    with app_login(store) as app_dsn, GhostMem(dsn=app_dsn, owner="ann", embedder=HashEmbedder()) as gm:
+        gm.capture_append("c2", _said(SIZE), platform="langchain", project="beta")
+        assert len(gm.capture_messages("c2")) == SIZE
+    with psycopg.connect(store) as admin:
+        assert set(graphs(admin)) == {graph_name("ann", "alpha")}

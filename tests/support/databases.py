@@ -26,6 +26,24 @@ def fresh_database(server_dsn: str, prefix: str = "ghostmem_test") -> Iterator[s
             conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
 
 
+@contextmanager
+def app_login(dsn: str) -> Iterator[str]:
+    """The DSN of a new login granted an application's rights (`ghostmem grant-app`, read-write, with the runtime
+    role) on the migrated database at ``dsn``; the login and what it owns are dropped afterwards."""
+    app = f"ghostmem_app_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(dsn, autocommit=True) as admin:
+        admin.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(app)))
+        admin.execute("SELECT ghostmem.grant_app(%s, 'ghostmem_runtime')", (app,))
+    info = psycopg.conninfo.conninfo_to_dict(dsn)
+    info["user"] = app
+    try:
+        yield psycopg.conninfo.make_conninfo(**info)
+    finally:
+        with psycopg.connect(dsn, autocommit=True) as admin:
+            admin.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(app)))
+            admin.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(app)))
+
+
 def wait_until_blocked(dsn: str, application_name: str) -> None:
     """Return once the session named ``application_name`` waits for a lock (a process to be killed there); fail
     the test if it does not within a minute."""
