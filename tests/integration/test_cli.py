@@ -169,8 +169,10 @@ def test_forget_refuses_an_unknown_id_and_can_be_undone(
 
     assert run("import", "--no-embed", str(FIXTURES / "claude_code"))[0] == 0
     stored = "c45af7b1-cb7c-4e51-93db-8cbb250a877a"
-    code, _, err = run("forget", stored[:-1])  # a typo
+    code, _, err = run("forget", stored[:-1] + "b")  # a typo
     assert code == 2 and "no conversation" in err and "--force" in err and len(err.strip().splitlines()) == 1
+    code, _, err = run("forget", stored[:-1])  # cut short: the ids beginning with it, not --force
+    assert code == 2 and f"'{stored}'" in err and "--force" not in err and len(err.strip().splitlines()) == 1
     assert run("forget", "kept-out-before-import", "--force")[0] == 0
     assert run("forget", stored)[0] == 0
     assert run("import", "--no-embed", str(FIXTURES / "claude_code"))[0] == 0
