@@ -486,11 +486,17 @@ scored AS (
 )"""
 
 # No padding: a conversation is returned when one of its messages shares the query's words (the lexical leg found
-# it) or is close enough in meaning (similarity at least the floor); its other fused messages come with it.
+# it) or is close enough in meaning (similarity at least the floor); its other fused messages come with it. `pos` is
+# the message's place in its conversation (best first): one sort of the fused messages serves both windows, the
+# floor's and the places (the floor keeps or drops a conversation whole, so its places are those of its kept rows).
 _FLOORED = """
 fused AS (
-    SELECT id, tier, conv_id, score, lex_rank, lex_score, lex_cover, vec_rank, vec_dist
-    FROM (SELECT s.*, bool_or(s.relevant) OVER (PARTITION BY s.tier, s.conv_id) AS keep FROM scored s) k
+    SELECT id, tier, conv_id, score, lex_rank, lex_score, lex_cover, vec_rank, vec_dist, pos
+    FROM (
+        SELECT s.*, bool_or(s.relevant) OVER w AS keep, row_number() OVER (w ORDER BY s.score DESC, s.id) AS pos
+        FROM scored s
+        WINDOW w AS (PARTITION BY s.tier, s.conv_id)
+    ) k
     WHERE keep
 )"""
 
@@ -509,8 +515,8 @@ _SPEAKER_BONUS_SQL = sql.SQL(
 
 
 def _fused_messages(args: SearchPersonalMemoryArgs, plan: _Plan) -> sql.Composed:
-    """``WITH ... fused AS (id, tier, conv_id, score, lex_rank, lex_score, lex_cover, vec_rank, vec_dist)``: the one
-    query builder."""
+    """``WITH ... fused AS (id, tier, conv_id, score, lex_rank, lex_score, lex_cover, vec_rank, vec_dist, pos)``
+    (``pos``: the message's place in its conversation, best first): the one query builder."""
     legs: list[sql.Composable] = [sql.SQL(_TITLED)] if args.project is not None else []
     if plan.lexical:
         legs.append(sql.SQL(_LEXICAL_LEG).format(owner=_OWNER_CHECK, kept=_kept(args), **plan.literals))
@@ -600,47 +606,91 @@ def vector_depth(limit: int, depth: int, share: float | None) -> int:
     return min(depth, max(FILTERED_VECTOR_DEPTH_MIN, FILTERED_VECTOR_PER_HIT * limit))
 
 
-# The plan statement reads the search's values from the row ``p`` (_SEARCH_VALUES), never from its parameters.
-_COUNTED = sql.SQL("c.owner = p.owner AND c.tier = ANY(p.tiers)")  # an owner's rows of the counts of 092
-_OWNER_ROWS = sql.SQL("(SELECT coalesce(sum(c.n), 0) FROM ghostmem.message_counts c WHERE {owner})").format(
-    owner=_COUNTED
-)
-# An owner's graph (migration 163): its messages of every tier.
-_OWNER_GRAPH_ROWS = sql.SQL(
-    "(SELECT coalesce(sum(c.n), 0) FROM ghostmem.message_counts c WHERE c.owner = p.owner)"
-)
-_WINDOW_ROWS = sql.SQL(
-    "(SELECT coalesce(sum(c.n), 0) FROM ghostmem.message_days c WHERE {owner}"
-    " AND c.day >= ((now() - make_interval(days => p.days)) AT TIME ZONE 'UTC')::date)"
-).format(owner=_COUNTED)
-
-
 # The search's values as one row that the planner cannot see into (OFFSET 0 keeps it a sub-query): the plan statement
 # runs before the settings that ask for generic plans, so PostgreSQL plans it for its values five times, then keeps
 # its generic plan only when that is estimated as cheap. With the values visible it never was for a time window or
 # for a small owner beside a large one (the estimates of a few dozen rows of counts differ with the owner and the
 # window), and the statement was planned again on every such search (0.12-0.27 ms at 100k messages, about what it
-# takes to run); read from this row, the estimates are the same for every value.
+# takes to run); read from this row, the estimates are the same for every value. The plan statement reads the
+# search's values from ``p``, never from its parameters.
 _SEARCH_VALUES = sql.SQL(
     "(SELECT %(owner)s::text AS owner, %(tiers)s::text[] AS tiers, %(days)s::integer AS days,"
     " %(platform)s::text AS platform, %(project)s::text AS project, %(names)s::text[] AS names OFFSET 0) p"
 )
 
+# The owner's messages of the searched tiers (migration 092's counts): all a search by words alone asks of them.
+_OWNER_ROWS = sql.SQL(
+    "(SELECT coalesce(sum(c.n), 0) FROM ghostmem.message_counts c WHERE c.owner = p.owner AND c.tier = ANY(p.tiers))"
+)
+# A matching project (of the counts' row ``c``) that has a graph of its own (migration 155: its name is a digest of
+# the owner and the project, the catalog the only record of it).
+_GRAPHED = sql.SQL("to_regclass('ghostmem.' || ghostmem.project_graph_name(p.owner, c.project)) IS NOT NULL")
+
+
+def _counts(args: SearchPersonalMemoryArgs, graphed: bool) -> sql.Composed:
+    """SQL for the row ``k`` of the plan statement: the owner's rows of the counts of migration 092
+    (``message_counts``, a few dozen) read once and summed by what the search needs: ``all_rows`` (every tier: the
+    owner's graph, migration 163), ``owner_rows`` (the tiers searched), ``kept_rows`` (those the platform and project
+    filters keep), with a platform ``platform_rows``, with a project ``project_rows`` and ``projects`` (the owner's
+    projects that match, sorted), and for a project filter alone (``graphed``) ``graph_rows`` and ``graphs`` (the
+    matching projects that have a graph of their own, sorted). Each row's tier, platform and project are compared
+    once (OFFSET 0 keeps the comparisons in the sub-query instead of repeating them in every sum), and a project's
+    graph is looked for only when it matches. Each of these was a scan of its own (four to seven per search, 0.1-0.25
+    ms of the plan statement at 100k messages, docs/search.md "The plan statement")."""
+    columns: list[sql.Composable] = [sql.SQL("c.n, c.tier = ANY(p.tiers) AS counted")]
+    kept: list[sql.Composable] = [sql.SQL("c.counted")]
+    sums: list[sql.Composable] = [
+        sql.SQL("coalesce(sum(c.n), 0) AS all_rows"),
+        sql.SQL("coalesce(sum(c.n) FILTER (WHERE c.counted), 0) AS owner_rows"),
+    ]
+    if args.platform is not None:
+        columns.append(sql.SQL("c.platform = p.platform AS on_platform"))
+        kept.append(sql.SQL("c.on_platform"))
+        sums.append(
+            sql.SQL("coalesce(sum(c.n) FILTER (WHERE c.counted AND c.on_platform), 0) AS platform_rows")
+        )
+    if args.project is not None:
+        columns.append(sql.SQL("c.project, c.project ILIKE p.project AS matched"))
+        kept.append(sql.SQL("c.matched"))
+        sums.append(sql.SQL("coalesce(sum(c.n) FILTER (WHERE c.counted AND c.matched), 0) AS project_rows"))
+        sums.append(
+            sql.SQL(
+                "array_agg(DISTINCT c.project ORDER BY c.project) FILTER (WHERE c.counted AND c.matched) AS projects"
+            )
+        )
+    if graphed:
+        matched_graph = sql.SQL("c.counted AND c.matched AND {graphed}").format(graphed=_GRAPHED)
+        sums.append(sql.SQL("coalesce(sum(c.n) FILTER (WHERE {g}), 0) AS graph_rows").format(g=matched_graph))
+        sums.append(
+            sql.SQL("array_agg(DISTINCT c.project ORDER BY c.project) FILTER (WHERE {g}) AS graphs").format(
+                g=matched_graph
+            )
+        )
+    sums.append(
+        sql.SQL("coalesce(sum(c.n) FILTER (WHERE {kept}), 0) AS kept_rows").format(
+            kept=sql.SQL(" AND ").join(kept)
+        )
+    )
+    return sql.SQL(
+        "(SELECT {sums} FROM (SELECT {columns} FROM ghostmem.message_counts c WHERE c.owner = p.owner OFFSET 0) c) k"
+    ).format(sums=sql.SQL(", ").join(sums), columns=sql.SQL(", ").join(columns))
+
+
+# The owner's messages of the searched tiers in the search's time window (message_days, migration 092): the row ``w``.
+_WINDOW = sql.SQL(
+    "(SELECT coalesce(sum(c.n), 0) AS rows FROM ghostmem.message_days c WHERE c.owner = p.owner"
+    " AND c.tier = ANY(p.tiers) AND c.day >= ((now() - make_interval(days => p.days)) AT TIME ZONE 'UTC')::date) w"
+)
+
 
 def _filter_share(args: SearchPersonalMemoryArgs) -> sql.Composable:
-    """SQL for the share of the owner's messages the search's filters keep, from the counts kept by migration 092:
-    platform and project from ``message_counts`` (a project matching only titles is not counted: the share is a
-    lower bound), the time window from ``message_days``, taken as independent. A few dozen small rows."""
-    scope = [_COUNTED]
-    if args.platform is not None:
-        scope.append(sql.SQL("c.platform = p.platform"))
-    if args.project is not None:
-        scope.append(sql.SQL("c.project ILIKE p.project"))
-    window = sql.SQL(" * {rows} / t.n").format(rows=_WINDOW_ROWS) if args.days is not None else sql.SQL("")
-    return sql.SQL(
-        "(SELECT CASE WHEN t.n > 0 THEN (SELECT coalesce(sum(c.n), 0) FROM ghostmem.message_counts c WHERE {scope})"
-        " / t.n{window} END FROM (SELECT {total}::float8 AS n) t)"
-    ).format(scope=sql.SQL(" AND ").join(scope), window=window, total=_OWNER_ROWS)
+    """SQL for the share of the owner's messages the search's filters keep, from the counts kept by migration 092
+    (:func:`_counts`): platform and project from ``message_counts`` (a project matching only titles is not counted:
+    the share is a lower bound), the time window from ``message_days``, taken as independent."""
+    window = sql.SQL(" * w.rows / k.owner_rows::float8") if args.days is not None else sql.SQL("")
+    return sql.SQL("CASE WHEN k.owner_rows > 0 THEN k.kept_rows / k.owner_rows::float8{window} END").format(
+        window=window
+    )
 
 
 def _scope_rows(args: SearchPersonalMemoryArgs) -> sql.Composable:
@@ -653,38 +703,14 @@ def _scope_rows(args: SearchPersonalMemoryArgs) -> sql.Composable:
     bound, except a platform within a window, which is an estimate; each is 0 only when nothing is in scope."""
     if args.project is not None:
         return sql.SQL(
-            "((SELECT coalesce(sum(c.n), 0) FROM ghostmem.message_counts c WHERE {owner} AND c.project ILIKE"
-            " p.project) + (SELECT coalesce(sum(c.msg_count), 0) FROM ghostmem.conversations c WHERE {owner}"
-            " AND c.title ILIKE p.project))"
-        ).format(owner=_COUNTED)
-    if args.platform is not None:
-        platform = sql.SQL(
-            "(SELECT coalesce(sum(c.n), 0) FROM ghostmem.message_counts c WHERE {owner} AND c.platform = p.platform)"
-        ).format(owner=_COUNTED)
-        if args.days is None:
-            return platform
-        return sql.SQL("ceil({platform} * {window} / greatest({total}, 1))").format(
-            platform=platform, window=_WINDOW_ROWS, total=_OWNER_ROWS
+            "(k.project_rows + (SELECT coalesce(sum(c.msg_count), 0) FROM ghostmem.conversations c"
+            " WHERE c.owner = p.owner AND c.tier = ANY(p.tiers) AND c.title ILIKE p.project))"
         )
-    return _WINDOW_ROWS if args.days is not None else _OWNER_ROWS
-
-
-_PROJECTS = sql.SQL(
-    "ARRAY(SELECT DISTINCT c.project FROM ghostmem.message_counts c WHERE {owner} AND c.project ILIKE p.project)"
-).format(owner=_COUNTED)
-
-
-# The owner's matching projects that have a graph of their own (migration 155: its name is a digest of the owner and
-# the project, the catalog the only record of it), and how many of the scope's rows they hold.
-_GRAPHED = sql.SQL("to_regclass('ghostmem.' || ghostmem.project_graph_name(p.owner, c.project)) IS NOT NULL")
-_GRAPHS = sql.SQL(
-    "ARRAY(SELECT DISTINCT c.project FROM ghostmem.message_counts c WHERE {owner} AND c.project ILIKE p.project"
-    " AND {graphed} ORDER BY 1)"
-).format(owner=_COUNTED, graphed=_GRAPHED)
-_GRAPH_ROWS = sql.SQL(
-    "(SELECT coalesce(sum(c.n), 0) FROM ghostmem.message_counts c WHERE {owner} AND c.project ILIKE p.project"
-    " AND {graphed})"
-).format(owner=_COUNTED, graphed=_GRAPHED)
+    if args.platform is not None:
+        if args.days is None:
+            return sql.SQL("k.platform_rows")
+        return sql.SQL("ceil(k.platform_rows * w.rows / greatest(k.owner_rows, 1))")
+    return sql.SQL("w.rows" if args.days is not None else "k.owner_rows")
 
 
 def quantized_candidates(vec_depth: int) -> int:
@@ -696,9 +722,9 @@ def quantized_candidates(vec_depth: int) -> int:
     return min(QUANTIZED_CANDIDATES * vec_depth, QUANTIZED_CANDIDATES_MAX)
 
 
-def message_ef_search(depth: int, graph_rows: sql.Composable = _OWNER_GRAPH_ROWS) -> sql.Composable:
+def message_ef_search(depth: int) -> sql.Composable:
     """SQL for the ``hnsw.ef_search`` of the vector leg (as text, for ``set_config``): :data:`MESSAGE_EF_SEARCH`
-    candidates for an owner's graph of up to :data:`MESSAGE_EF_ROWS` messages (``graph_rows``), and
+    candidates for an owner's graph of up to :data:`MESSAGE_EF_ROWS` messages (``k.all_rows``, :func:`_counts`), and
     :data:`MESSAGE_EF_PER_DECADE` more for each tenfold beyond, never fewer than ``depth`` (the leg's rows).
 
     An HNSW walk finds fewer of the nearest rows as its graph grows, and an owner's graph has no other owner's rows
@@ -712,7 +738,7 @@ def message_ef_search(depth: int, graph_rows: sql.Composable = _OWNER_GRAPH_ROWS
         depth=sql.Literal(depth),
         ef=sql.Literal(MESSAGE_EF_SEARCH),
         per_decade=sql.Literal(MESSAGE_EF_PER_DECADE),
-        rows=graph_rows,
+        rows=sql.SQL("k.all_rows"),
         base=sql.Literal(MESSAGE_EF_ROWS),
     )
 
@@ -835,10 +861,9 @@ def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int, floor: flo
                 WHERE EXISTS (SELECT 1 FROM ghostmem.messages m
                               WHERE m.owner = p.owner AND lower(m.speaker) = n.name AND m.speaker IS NOT NULL
                                 AND m.tier = ANY(p.tiers))
-            ) AS speakers, {share} AS share, {owner_rows} AS owner_rows, {scope_rows} AS scope_rows,
-            {projects} AS projects, {graphs} AS graphs, {graph_rows} AS graph_rows,
-            {owner_graph_rows} AS owner_graph_rows
-            FROM {values}
+            ) AS speakers, {share} AS share, k.owner_rows, {scope_rows} AS scope_rows, {projects} AS projects,
+            {graphs} AS graphs, {graph_rows} AS graph_rows, k.all_rows AS owner_graph_rows
+            FROM {values} CROSS JOIN LATERAL {counts}{window}
             """
         ).format(
             settings=settings,
@@ -846,14 +871,18 @@ def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int, floor: flo
             ef_search=sql.Literal(str(max(depth, PROJECT_GRAPH_EF_SEARCH)))
             if graphed
             else message_ef_search(depth),
-            owner_graph_rows=_OWNER_GRAPH_ROWS,
             share=_filter_share(args) if filtered else sql.SQL("1::float8"),
-            owner_rows=_OWNER_ROWS,
             scope_rows=_scope_rows(args),
-            projects=_PROJECTS if args.project is not None else sql.SQL("NULL::text[]"),
-            graphs=_GRAPHS if graphed else sql.SQL("ARRAY[]::text[]"),
-            graph_rows=_GRAPH_ROWS if graphed else sql.SQL("0"),
+            projects=sql.SQL(
+                "coalesce(k.projects, ARRAY[]::text[])" if args.project is not None else "NULL::text[]"
+            ),
+            graphs=sql.SQL("coalesce(k.graphs, ARRAY[]::text[])" if graphed else "ARRAY[]::text[]"),
+            graph_rows=sql.SQL("k.graph_rows" if graphed else "0"),
             values=_SEARCH_VALUES,
+            counts=_counts(args, graphed),
+            window=sql.SQL(" CROSS JOIN LATERAL {window}").format(window=_WINDOW)
+            if args.days is not None
+            else sql.SQL(""),
         ),
         {**setting_params, **params, "names": _speaker_candidates(args.query)},
     )
@@ -920,7 +949,8 @@ def search_messages(
         return []
     statement = _fused_messages(args, plan) + sql.SQL(
         """
-        SELECT f.*, m.seq, m.native_id, m.role, m.ts, m.speaker, m.text
+        SELECT f.id, f.tier, f.conv_id, f.score, f.lex_rank, f.lex_score, f.lex_cover, f.vec_rank, f.vec_dist,
+               m.seq, m.native_id, m.role, m.ts, m.speaker, m.text
         FROM fused f JOIN ghostmem.messages m ON m.id = f.id AND m.owner = %(owner)s
         ORDER BY f.score DESC, f.id
         LIMIT {depth}
@@ -948,27 +978,25 @@ def search_personal_memory(ctx: OpContext, args: SearchPersonalMemoryArgs) -> Pr
         return SearchResult(query=args.query, rows=[], nothing_stored=not plan.stored)
     statement = _fused_messages(args, plan) + sql.SQL(
         """,
-        hits AS (
-            SELECT f.*, row_number() OVER (PARTITION BY f.tier, f.conv_id ORDER BY f.score DESC, f.id) AS pos
-            FROM fused f
-        ),
-        best AS (
-            SELECT h.tier, h.conv_id, max(h.score) AS score
-            FROM hits h
-            GROUP BY h.tier, h.conv_id
-            ORDER BY max(h.score) DESC, h.tier = 'library', h.conv_id
-            LIMIT {limit}
+        best AS MATERIALIZED (
+            -- The best conversations (a conversation's score is its best message's, at pos 1), each read once.
+            SELECT {columns}, b.score
+            FROM (
+                SELECT f.tier, f.conv_id, f.score FROM fused f WHERE f.pos = 1
+                ORDER BY f.score DESC, f.tier = 'library', f.conv_id
+                LIMIT {limit}
+            ) b
+            JOIN ghostmem.conversations c ON c.owner = %(owner)s AND c.tier = b.tier AND c.conv_id = b.conv_id
         )
         -- A row per shown message (at most {matches} a conversation, best first): only they are read from the
         -- messages, the legs carrying each message's conversation. The client groups them into hits, so no json
         -- is built for them.
-        SELECT {columns}, b.score, shown.seq, shown.role, to_json(shown.ts) AS ts, shown.speaker,
+        SELECT b.*, shown.seq, shown.role, to_json(shown.ts) AS ts, shown.speaker,
                left(shown.text, {chars}) AS text, char_length(shown.text) > {chars} AS truncated,
                h.lex_cover, coalesce(1 - h.vec_dist, {similarity}) AS similarity,
                h.score::float8 AS fused, h.lex_rank, h.lex_score, h.vec_rank, h.vec_dist
         FROM best b
-        JOIN ghostmem.conversations c ON c.owner = %(owner)s AND c.tier = b.tier AND c.conv_id = b.conv_id
-        JOIN hits h ON h.tier = b.tier AND h.conv_id = b.conv_id AND h.pos <= {matches}
+        JOIN fused h ON h.tier = b.tier AND h.conv_id = b.conv_id AND h.pos <= {matches}
         JOIN ghostmem.messages shown ON shown.id = h.id AND shown.owner = %(owner)s
         ORDER BY b.score DESC, b.tier = 'library', b.conv_id, h.pos
         """

@@ -284,7 +284,9 @@ def _explaining(program: Program[Any], conn: Connection[Any], plans: list[str]) 
 
 def test_only_the_shown_messages_are_read(gm: GhostMem, tmp_path: Path) -> None:
     """The statement returns a row per shown message (at most MATCHES_PER_HIT a conversation, best first) and reads
-    only those from ghostmem.messages, however many of each conversation's messages the legs fused."""
+    only those from ghostmem.messages, however many of each conversation's messages the legs fused; each shown
+    conversation is read once from ghostmem.conversations (not once per shown message), and one sort of the fused
+    messages serves the similarity floor's window and their places in their conversations."""
     matching = [
         conversation(f"c{i}", f"talk {i}", 1, [f"deploy step {j} of plan {i}" for j in range(6)])
         for i in range(6)
@@ -307,11 +309,12 @@ def test_only_the_shown_messages_are_read(gm: GhostMem, tmp_path: Path) -> None:
         assert len(hit.explain["evidence"]) == search.MATCHES_PER_HIT
         best_first = [m["seq"] for m in fused if m["conv_id"] == hit.conv_id][: search.MATCHES_PER_HIT]
         assert [m.seq for m in hit.matches] == best_first
-    assert read == [2 * search.MATCHES_PER_HIT]  # the shown messages, nothing else
+    assert read == [2 * search.MATCHES_PER_HIT, 2, 1]  # the shown messages, their conversations, one sort
 
 
 def _reading_shown(program: Program[Any], conn: Connection[Any], read: list[int]) -> Program[Any]:
-    """Run ``program``, adding to ``read`` how many rows its main statement read as the shown messages."""
+    """Run ``program``, adding to ``read`` how many rows its main statement read as the shown messages, how many
+    from ghostmem.conversations, and how many sorts order the fused messages by conversation."""
     reply: Any = None
     try:
         while True:
@@ -321,11 +324,21 @@ def _reading_shown(program: Program[Any], conn: Connection[Any], read: list[int]
                 if "ghostmem.messages shown" in text:
                     explained = f"EXPLAIN (ANALYZE, FORMAT JSON) {text}".encode()
                     plan = conn.execute(explained, step.params).fetchone()[0]  # type: ignore[arg-type,index]
+                    nodes = list(_nodes(plan[0]["Plan"]))
+                    for reads in ("shown", "conversations"):
+                        read.append(
+                            sum(
+                                n["Actual Rows"] * n["Actual Loops"]
+                                for n in nodes
+                                if reads in (n.get("Alias"), n.get("Relation Name"))
+                            )
+                        )
+                    fused = next(n for n in nodes if n.get("Subplan Name") == "CTE fused")
                     read.append(
                         sum(
-                            n["Actual Rows"] * n["Actual Loops"]
-                            for n in _nodes(plan[0]["Plan"])
-                            if n.get("Alias") == "shown"
+                            n["Node Type"] in ("Sort", "Incremental Sort")
+                            and "conv_id" in " ".join(n["Sort Key"])
+                            for n in _nodes(fused)
                         )
                     )
             reply = yield step

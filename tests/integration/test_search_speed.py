@@ -16,6 +16,7 @@ from ghostmem.program import run_sync
 from ghostmem.records import MessageRecord
 from ghostmem.search import search_messages, search_personal_memory, vector_scan
 from psycopg import Connection
+from psycopg.rows import dict_row
 from support.conversations import conversation, import_generic
 from support.copies import owner_index, share_ids, vector_bits, vector_partitions, word_counts
 from support.databases import fresh_database
@@ -305,6 +306,126 @@ def test_the_vector_depth_follows_how_narrow_the_filters_are(gm: GhostMem, tmp_p
             "INSERT INTO ghostmem.message_counts VALUES ('someone-else', 'personal', 'generic', 'tiny', 1000000)"
         )
     assert _vector_depth_chosen(gm, project="tiny") == 50
+
+
+def test_the_plan_statement_reads_each_count_once_and_sums_what_each_filter_asks(
+    gm: GhostMem, tmp_path: Path, server_dsn: str
+) -> None:
+    """The plan statement reads the owner's rows of message_counts in one scan (and message_days once, for a time
+    window) and sums from it what the search's filters ask (search._counts): the store, the searched tiers, the
+    share the filters keep, the vector leg's scope, the matching projects. Each sum is checked against the counts
+    read here, for every filter and their combinations, beside another owner and a library tier whose rows count
+    only for the owner's graph (every tier); a project is matched literally (its ``_`` is no wildcard)."""
+    convs = [
+        conversation(f"a{i}", f"talk {i}", i * 9, [f"deploy notes {i}", "fine"], "alpha") for i in range(12)
+    ]
+    convs += [
+        conversation(f"b{i}", f"beta {i}", i * 30, [f"beta notes {i}", "ok", "more"], "beta_x")
+        for i in range(4)
+    ]
+    convs += [conversation(f"bx{i}", f"betaxx {i}", 2, [f"loose notes {i}"], "betaxx") for i in range(3)]
+    convs += [conversation(f"t{i}", f"Alpha review {i}", 1, [f"titled notes {i}", "sure"]) for i in range(2)]
+    import_generic(gm, tmp_path / "mine.jsonl", convs)
+    import_generic(
+        gm,
+        tmp_path / "lib.jsonl",
+        [conversation("lib", "alpha lib", 1, ["library alpha", "x"], "alpha")],
+        tier="library",
+    )
+    with GhostMem(dsn=gm.dsn, owner="someone-else", embedder=HashEmbedder()) as other:
+        import_generic(
+            other, tmp_path / "other.jsonl", [conversation("o", "alpha", 1, ["alpha notes", "y"], "alpha")]
+        )
+    with gm.connection() as conn:  # a second platform of the owner's, as message_counts keeps it
+        conn.execute(
+            "INSERT INTO ghostmem.message_counts VALUES (%s, 'personal', 'codex', 'alpha', 40),"
+            " (%s, 'personal', 'codex', '', 7)",
+            (gm.owner, gm.owner),
+        )
+        counts = conn.execute(
+            "SELECT tier, platform, project, n FROM ghostmem.message_counts WHERE owner = %s", (gm.owner,)
+        ).fetchall()
+        titles = conn.execute(
+            "SELECT tier, title, msg_count FROM ghostmem.conversations WHERE owner = %s", (gm.owner,)
+        ).fetchall()
+    filters: list[dict[str, Any]] = [
+        {},
+        {"days": 5},
+        {"days": 400},
+        {"platform": "generic"},
+        {"platform": "codex"},
+        {"platform": "codex", "days": 40},
+        {"project": "alpha"},
+        {"project": "ALPHA", "days": 20},
+        {"project": "beta_x"},
+        {"project": "a", "platform": "codex"},
+        {"project": "nowhere"},
+    ]
+    for given in filters:
+        seen: list[tuple[str, Any]] = []
+        args = SearchPersonalMemoryArgs(query="deploy notes", **given)
+        with gm.connection() as conn:
+            run_sync(recording(search_personal_memory(gm.context, args), conn, seen), conn, gm.embedder)
+            text, params = seen[0]
+            with conn.cursor(row_factory=dict_row) as cur:
+                plan = cur.execute(text.encode(), params).fetchone()
+            plan_text = generic_plan(conn, text)
+            window = conn.execute(
+                "SELECT coalesce(sum(n), 0) FROM ghostmem.message_days WHERE owner = %s AND tier = 'personal'"
+                " AND day >= ((now() - make_interval(days => %s)) AT TIME ZONE 'UTC')::date",
+                (gm.owner, given.get("days", 0)),
+            ).fetchone()
+        # each table read once (a scan "on" the table itself, not its index)
+        assert len(re.findall(r" on message_counts(?!\w)", plan_text)) == 1, (given, plan_text)
+        assert len(re.findall(r" on message_days(?!\w)", plan_text)) == ("days" in given), (given, plan_text)
+        assert plan is not None and window is not None
+        got = {
+            k: plan[k]
+            for k in ("owner_rows", "scope_rows", "projects", "owner_graph_rows", "graphs", "graph_rows")
+        }
+        expected = _expected_plan(given, counts, titles, int(window[0]))
+        assert math.isclose(plan["share"], expected.pop("share"), rel_tol=1e-12), given
+        assert got == expected, given
+
+
+def _expected_plan(
+    given: dict[str, Any], counts: list[tuple[Any, ...]], titles: list[tuple[Any, ...]], window: int
+) -> dict[str, Any]:
+    """What the plan statement should say of the owner's counts (``counts``: its rows of message_counts,
+    ``titles``: its conversations) under the filters ``given``, in the personal tier (``window``: its messages of
+    the time window)."""
+    project = given.get("project")
+
+    def matched(name: str | None) -> bool:  # a substring, case-insensitive (the pattern's _ taken literally)
+        return project is not None and name is not None and project.lower() in name.lower()
+
+    mine = [(platform, name, n) for tier, platform, name, n in counts if tier == "personal"]
+    owner_rows = sum(n for _, _, n in mine)
+    platform_rows = sum(n for platform, _, n in mine if platform == given.get("platform"))
+    kept = sum(
+        n
+        for platform, name, n in mine
+        if given.get("platform", platform) == platform and (project is None or matched(name))
+    )
+    share = kept / owner_rows if given else 1.0
+    if "days" in given:
+        share = share * window / owner_rows
+    if project is not None:
+        titled = sum(n for tier, title, n in titles if tier == "personal" and matched(title))
+        scope = sum(n for _, name, n in mine if matched(name)) + titled
+    elif "platform" in given:
+        scope = platform_rows if "days" not in given else math.ceil(platform_rows * window / owner_rows)
+    else:
+        scope = window if "days" in given else owner_rows
+    return {
+        "owner_rows": owner_rows,
+        "share": share,
+        "scope_rows": scope,
+        "projects": sorted({name for _, name, _ in mine if matched(name)}) if project is not None else None,
+        "owner_graph_rows": sum(row[3] for row in counts),
+        "graphs": [],
+        "graph_rows": 0,
+    }
 
 
 def test_the_generic_plan_reads_through_the_indexes_beside_another_owner(
