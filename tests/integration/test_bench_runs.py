@@ -229,7 +229,8 @@ def test_a_cut_runs_only_its_part_and_the_search_keeps_its_plan(
         rows = conn.execute(
             "SELECT statement, generic_plans, custom_plans FROM pg_catalog.pg_prepared_statements"
         ).fetchall()
-        whole = [r for r in rows if "best AS (" in r[0] and "vec_scan AS" in r[0]]  # the hybrid search's
+        # the hybrid search's statement: both legs and the shown messages
+        whole = [r for r in rows if "ghostmem.messages shown" in r[0] and "vec_scan AS" in r[0]]
         assert len(whole) == 1 and whole[0][1] >= 3 and whole[0][2] == 0, rows
 
 
