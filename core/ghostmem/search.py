@@ -322,7 +322,9 @@ lex_own AS MATERIALIZED (
 -- A message is ranked as the document of its window: itself and its neighbours in the thread (seq - 1, seq + 1).
 -- Each candidate lends its query lexemes to both neighbours; the 3 x depth windows holding the most idf are scored
 -- by BM25 over the window (its length the sum of its messages'). A one-message conversation is its own window.
--- The lengths come from the narrow rows of ghostmem.message_lengths (migration 107), one index range a window.
+-- The lengths come from the narrow rows of ghostmem.message_lengths (migration 107), one index range a window, found
+-- by the hash of the conversation id and the place (migration 190: integer keys); the owner, tier and conversation
+-- id are checked on the range's rows.
 lex_win AS MATERIALIZED (
     SELECT w.tier, w.conv_id, w.seq, s.idf
     FROM (
@@ -338,8 +340,8 @@ lex_doc AS MATERIALIZED (
     FROM lex_win w CROSS JOIN LATERAL (
         SELECT max(m.id) FILTER (WHERE m.seq = w.seq AND {kept}) AS id, sum(m.lexemes) AS len
         FROM ghostmem.message_lengths m
-        WHERE m.owner = %(owner)s AND m.tier = w.tier AND m.conv_id = w.conv_id
-          AND m.seq BETWEEN w.seq - 1 AND w.seq + 1
+        WHERE hashtextextended(m.conv_id, 0) = hashtextextended(w.conv_id, 0) AND m.seq BETWEEN w.seq - 1 AND w.seq + 1
+          AND m.owner = %(owner)s AND m.tier = w.tier AND m.conv_id = w.conv_id
     ) x
     WHERE x.id IS NOT NULL
 ),

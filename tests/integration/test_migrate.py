@@ -719,17 +719,18 @@ def test_a_conversation_with_a_long_id_and_a_long_project_upgrades_and_is_stored
 
 def test_115_rebuilds_the_window_index_of_107_as_it_was_first_landed(empty_dsn: str) -> None:
     """A store that applied 107 before it was amended has the project in its window index: 115 rebuilds it without,
-    and on a store whose 107 made it so already, leaves it as it is."""
+    and on a store whose 107 made it so already, leaves it as it is. (Migration 190 replaces the index: the store is
+    built up to 115.)"""
     shape = (
         "SELECT i.indexrelid::oid, i.indnatts, pg_get_indexdef(i.indexrelid) FROM pg_index i"
         " WHERE i.indexrelid = 'ghostmem.message_lengths_place'::regclass"
     )
     with psycopg.connect(empty_dsn, autocommit=True) as conn:
-        migrations.migrate(conn, 384, "hash", RUNTIME)
+        migrations.migrate(conn, 384, "hash", RUNTIME, upto=115)
         fresh = conn.execute(shape).fetchone()
         assert fresh is not None and fresh[1] == 8 and "project" not in fresh[2]
         conn.execute("DELETE FROM ghostmem_migrations.applied WHERE version = 115")
-        assert migrations.migrate(conn, 384, "hash", RUNTIME) == ["115_message_lengths_place"]
+        assert migrations.migrate(conn, 384, "hash", RUNTIME, upto=115) == ["115_message_lengths_place"]
         assert conn.execute(shape).fetchone() == fresh  # the same index: nothing was rebuilt
 
         conn.execute("DROP INDEX ghostmem.message_lengths_place")  # as 107 first made it
@@ -738,7 +739,7 @@ def test_115_rebuilds_the_window_index_of_107_as_it_was_first_landed(empty_dsn: 
             " INCLUDE (id, lexemes, ts, platform, project)"
         )
         conn.execute("DELETE FROM ghostmem_migrations.applied WHERE version = 115")
-        assert migrations.migrate(conn, 384, "hash", RUNTIME) == ["115_message_lengths_place"]
+        assert migrations.migrate(conn, 384, "hash", RUNTIME, upto=115) == ["115_message_lengths_place"]
         rebuilt = conn.execute(shape).fetchone()
         assert rebuilt is not None and rebuilt[1:] == fresh[1:] and rebuilt[0] != fresh[0]
 

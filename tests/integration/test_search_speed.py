@@ -463,10 +463,55 @@ def test_the_generic_plan_reads_through_the_indexes_beside_another_owner(
                         plan,
                     )
                     assert "Bitmap Index Scan on messages_owner_words" in plan, plan
-                    # the windows' lengths: a range of the narrow rows of 107, never the messages themselves
+                    # the windows' lengths: a range of the narrow rows of 107, never the messages themselves, found
+                    # by integers (190: the conversation id's hash and the place), the place's texts checked after
                     lex_doc = plan.split("CTE lex_doc", 1)[1].split("\n  CTE ", 1)[0]
-                    assert "using message_lengths_place on message_lengths" in lex_doc, lex_doc
+                    assert "using message_lengths_window on message_lengths" in lex_doc, lex_doc
+                    read = lex_doc.split("Index Cond: ", 1)[1].split("\n")
+                    key = "hashtextextended(conv_id, '0'::bigint)"
+                    assert (
+                        read[0].lstrip("(").startswith(key) and f"= {key.replace('(', '(w.')}" in read[0]
+                    ), lex_doc
+                    checked = read[1].strip().removeprefix("Filter: ")
+                    assert all(f"({c} = " in checked for c in ("owner", "tier", "conv_id")), lex_doc
                     assert "messages_conv_seq" not in plan, plan
+
+
+def test_a_window_reads_the_lengths_of_its_own_conversation_only(server_dsn: str, tmp_path: Path) -> None:
+    """The window reads find a conversation's rows by the hash of its id (migration 190), which every conversation of
+    that id shares, of any owner and tier: beside another owner's conversation and the owner's library conversation
+    of the same id, their messages many times longer, the owner's lexical scores (each window's length and the
+    windows' mean) are those it had alone."""
+    long = " ".join(f"filler{i}" for i in range(60))
+    mine = [
+        conversation("shared", "shared", 1, ["boats and harbours", "the zeppelin landed", "short reply"]),
+        *(
+            conversation(f"c{i}", f"c {i}", 2, ["hello", f"a zeppelin {' word' * i}", "bye"])
+            for i in range(4)
+        ),
+    ]
+    twin = [conversation("shared", "twin", 1, [long, f"zeppelin {long}", long])]
+    with (
+        fresh_database(server_dsn, "ghostmem_windows") as dsn,
+        GhostMem(dsn=dsn, owner="me", embedder=HashEmbedder()) as gm,
+    ):
+        import_generic(gm, tmp_path / "mine.jsonl", mine)
+
+        def scores() -> dict[str, float]:
+            found = gm.search_personal_memory("zeppelin", mode="lexical", explain=True).data.rows
+            return {hit.conv_id: hit.explain["lexical_score"] for hit in found if hit.explain is not None}
+
+        alone = scores()
+        assert set(alone) == {"shared", "c0", "c1", "c2", "c3"}
+        import_generic(gm, tmp_path / "library.jsonl", twin, tier="library")
+        with GhostMem(dsn=dsn, owner="other", embedder=HashEmbedder()) as other:
+            import_generic(other, tmp_path / "other.jsonl", twin)
+        with gm.connection() as conn:
+            place = (
+                "SELECT count(DISTINCT (owner, tier)) FROM ghostmem.message_lengths WHERE conv_id = 'shared'"
+            )
+            assert conn.execute(place).fetchone() == (3,)
+        assert scores() == pytest.approx(alone, rel=1e-12)
 
 
 def test_a_connection_plans_each_search_statement_once(server_dsn: str, tmp_path: Path) -> None:
