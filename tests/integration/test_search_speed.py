@@ -463,6 +463,10 @@ def test_the_generic_plan_reads_through_the_indexes_beside_another_owner(
                         plan,
                     )
                     assert "Bitmap Index Scan on messages_owner_words" in plan, plan
+                    # the word-by-word candidates leave out the conjunction's through a hashed set of its ids, never
+                    # a nested-loop anti join (each candidate tested against each message of the conjunction)
+                    lex_cand = plan.split("CTE lex_cand", 1)[1].split("\n  CTE ", 1)[0]
+                    assert "(hashed SubPlan" in lex_cand and "Anti Join" not in lex_cand, lex_cand
                     # the windows' lengths: a range of the narrow rows of 107, never the messages themselves, found
                     # by integers (190: the conversation id's hash and the place), the place's texts checked after
                     lex_doc = plan.split("CTE lex_doc", 1)[1].split("\n  CTE ", 1)[0]
