@@ -14,7 +14,7 @@ from ghostmem import GhostMem, HashEmbedder, db, maintenance, search
 from ghostmem.args import SearchPersonalMemoryArgs
 from ghostmem.program import run_sync
 from ghostmem.records import MessageRecord
-from ghostmem.search import search_messages, search_personal_memory, vector_scan
+from ghostmem.search import Scan, search_messages, search_personal_memory, vector_scan
 from psycopg import Connection
 from psycopg.rows import dict_row
 from support.conversations import conversation, import_generic
@@ -626,6 +626,88 @@ def test_the_vector_leg_chooses_the_cheapest_scan() -> None:
     # (whole, or quantized once it is large enough for the candidates' re-rank to pay)
     assert vector_scan(3_000, 0, 100_000, 50, ef) == "exact"
     assert vector_scan(5_000, 0, 100_000, 50, ef) == "quantized"
+
+
+def test_a_scope_read_from_its_index_is_quantized_against_the_walk() -> None:
+    """A time window's or a platform's quantized scan reads the index alone (migration 164) and costs
+    QUANTIZED_INDEX_ROW_COST a row against the HNSW walk; a project's reads the table (QUANTIZED_ROW_COST). The cases
+    of the bench whose choice that changes, and those it leaves (docs/search.md, "A quantized scan read from the
+    index"); the exact scan keeps the scopes it wins at the table's cost."""
+    ef = 100
+
+    def both(*shape: int) -> tuple[str, str]:
+        return vector_scan(*shape), vector_scan(*shape, index_only=True)
+
+    # 100k messages searched by meaning alone (vec_depth 50): a month and a platform are read quantized
+    assert both(16_576, 16_576, 100_000, 50, ef) == (
+        "hnsw",
+        "quantized",
+    )  # days=30: as fast, as many exact rows
+    assert both(14_440, 14_440, 100_000, 50, ef) == (
+        "hnsw",
+        "quantized",
+    )  # platform=codex: 1.26-1.37x less CPU
+    assert both(8_704, 8_704, 100_000, 50, ef) == ("quantized", "quantized")  # days=7
+    # ... hybrid (vec_depth 20 under a wide filter) still walks a month and a platform, reads a week quantized
+    assert both(16_576, 16_576, 100_000, 20, ef) == ("hnsw", "hnsw")
+    assert both(14_440, 14_440, 100_000, 20, ef) == ("hnsw", "hnsw")
+    assert both(8_704, 8_704, 100_000, 20, ef) == ("quantized", "quantized")
+    # a scope the exact scan wins at the table's cost stays exact (a platform's last 14 days: its rows are the
+    # exact ones, where the index-only scan kept 0.994 of them)
+    assert both(4_150, 4_150, 100_000, 50, ef) == ("exact", "exact")
+    assert both(4_430, 4_430, 100_000, 50, ef) == ("exact", "exact")
+    # 1M messages (ef 200): the bench's cases keep their walks ...
+    assert both(82_005, 82_005, 1_000_000, 50, 2 * ef) == ("hnsw", "hnsw")  # days=7 (quantized: 1.6x the CPU)
+    assert both(82_005, 82_005, 1_000_000, 20, 2 * ef) == ("hnsw", "hnsw")
+    assert both(163_724, 163_724, 1_000_000, 50, 2 * ef) == ("hnsw", "hnsw")  # days=30
+    assert both(139_807, 139_807, 1_000_000, 50, 2 * ef) == ("hnsw", "hnsw")  # platform=codex (3.2x)
+    # ... and narrower scopes by meaning alone are read quantized (1.04-1.37x less CPU, 0.98 of the exact rows
+    # instead of 0.96), while hybrid's shallower walk of them stays (quantized: 1.15-1.17x the CPU)
+    assert both(54_724, 54_724, 1_000_000, 50, 2 * ef) == ("hnsw", "quantized")  # days=3
+    assert both(62_316, 62_316, 1_000_000, 50, 2 * ef) == ("hnsw", "quantized")  # days=4
+    assert both(52_318, 52_318, 1_000_000, 50, 2 * ef) == ("hnsw", "quantized")  # platform=cursor
+    assert both(54_724, 54_724, 1_000_000, 20, 2 * ef) == ("hnsw", "hnsw")
+    assert both(52_318, 52_318, 1_000_000, 20, 2 * ef) == ("hnsw", "hnsw")
+    # a filter alone chooses (never the unfiltered scope, whatever its size)
+    assert {vector_scan(n, n, n, 100, ef, index_only=True) for n in range(100, 2_000_000, 997)} == {
+        "exact",
+        "hnsw",
+    }
+
+
+@pytest.mark.parametrize(
+    ("filters", "index_only"),
+    [
+        ({}, False),
+        ({"days": 30}, True),
+        ({"platform": "generic"}, True),
+        ({"days": 7, "platform": "generic"}, True),
+        ({"project": "ledger"}, False),
+        ({"project": "ledger", "days": 30}, False),
+        ({"project": "ledger", "platform": "generic"}, False),
+    ],
+)
+def test_a_search_says_whether_its_scope_is_read_from_the_index(
+    gm: GhostMem, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, filters: dict[str, Any], index_only: bool
+) -> None:
+    """The vector leg's choice is told its scope is read from the index alone for a time window, a platform or both
+    (message_bits_owner_ts / _platform_ts, migration 164: test_a_scope_is_read_through_its_index), never for a
+    project's scope (the titled conversations, the project's rows: the table)."""
+    import_generic(
+        gm,
+        tmp_path / "k.jsonl",
+        [conversation("k", "ledger", 1, ["the ledger notes", "fine"], "/w/ledger")],
+    )
+    told: list[bool] = []
+    choose = search.vector_scan
+
+    def spy(*shape: Any) -> Scan:
+        told.append(shape[7])  # index_only
+        return choose(*shape)
+
+    monkeypatch.setattr(search, "vector_scan", spy)
+    found = gm.search_personal_memory("ledger notes", mode="vector", **filters)
+    assert told == [index_only] and found.data.rows
 
 
 def test_the_walk_of_an_owners_graph_keeps_more_candidates_as_its_own_graph_grows(
