@@ -248,11 +248,18 @@ def _kept(args: SearchPersonalMemoryArgs) -> sql.Composable:
 
 
 _LEXICAL_LEG = """
+-- Each query lexeme with its fetch (tq: the owner's words, migration 102), its own one-lexeme query (lq: a tsvector
+-- holds lexemes of at most 2046 bytes, longer ones are no tsquery) and a bit of its own: the ranking below holds a
+-- message's or a window's query lexemes as the bits of a bigint (MAX_QUERY_TERMS is at most 64).
 lex_terms AS MATERIALIZED (
-    SELECT q.lexeme, ghostmem.owner_word_query(%(owner)s, q.lexeme) AS tq
-    FROM unnest(tsvector_to_array(ghostmem.lexemes(%(query)s, true)) || %(morphemes)s::text[]) AS q(lexeme)
-    ORDER BY length(q.lexeme) DESC, q.lexeme
-    LIMIT {max_terms}
+    SELECT q.lexeme, q.tq, CASE WHEN octet_length(q.lexeme) <= 2046 THEN ghostmem.lexeme_query(q.lexeme) END AS lq,
+           1::bigint << (dense_rank() OVER (ORDER BY q.lexeme) - 1)::integer AS bit
+    FROM (
+        SELECT q.lexeme, ghostmem.owner_word_query(%(owner)s, q.lexeme) AS tq
+        FROM unnest(tsvector_to_array(ghostmem.lexemes(%(query)s, true)) || %(morphemes)s::text[]) AS q(lexeme)
+        ORDER BY length(q.lexeme) DESC, q.lexeme
+        LIMIT {max_terms}
+    ) q
 ),
 lex_all AS MATERIALIZED (
     SELECT m.id, m.tier, m.conv_id, m.seq, {kept} AS kept FROM ghostmem.messages m
@@ -266,13 +273,20 @@ lex_enough AS MATERIALIZED (
     SELECT count(*) FILTER (WHERE kept) >= {depth} OR count(*) >= {df_cap} AS enough, count(*) AS n_all
     FROM lex_all
 ),
+-- Each word's fetch (at most df_cap messages). A fetched message that passes the filters keeps its place and the
+-- query lexemes its own words hold (their bits, each tested on the row in hand: no second read of the message).
 lex_hits AS MATERIALIZED (
-    SELECT t.lexeme, m.id, m.kept
+    SELECT t.lexeme, m.id, m.kept, m.tier, m.conv_id, m.seq, m.words
     FROM lex_terms t
     CROSS JOIN LATERAL (
-        SELECT m.id, {kept} AS kept FROM ghostmem.messages m
-        WHERE {owner} AND ghostmem.owner_words(m.owner, m.tsv) @@ t.tq
-        LIMIT {df_cap}
+        SELECT m.id, m.kept, CASE WHEN m.kept THEN m.tier END AS tier,
+               CASE WHEN m.kept THEN m.conv_id END AS conv_id, CASE WHEN m.kept THEN m.seq END AS seq,
+               CASE WHEN m.kept THEN (SELECT bit_or(u.bit) FROM lex_terms u WHERE m.tsv @@ u.lq) END AS words
+        FROM (
+            SELECT m.id, {kept} AS kept, m.tier, m.conv_id, m.seq, m.tsv FROM ghostmem.messages m
+            WHERE {owner} AND ghostmem.owner_words(m.owner, m.tsv) @@ t.tq
+            LIMIT {df_cap}
+        ) m
     ) m
     WHERE NOT (SELECT enough FROM lex_enough)
 ),
@@ -282,15 +296,13 @@ lex_n AS MATERIALIZED (
         WHERE c.owner = %(owner)s AND c.tier = ANY(%(tiers)s)
     ) ELSE {n_cap}::float8 END AS n
 ),
--- Each query lexeme the store holds, with its idf and a bit of its own: the ranking below holds a message's or a
--- window's query lexemes as the bits of a bigint (MAX_QUERY_TERMS is at most 64).
+-- Each query lexeme the store holds, with its idf and its bit.
 lex_idf AS MATERIALIZED (
-    SELECT d.lexeme, d.df, ln(1 + (greatest(n.n, d.df) - d.df + 0.5) / (d.df + 0.5)) AS idf,
-           1::bigint << (row_number() OVER (ORDER BY d.lexeme) - 1)::integer AS bit
+    SELECT d.lexeme, d.df, ln(1 + (greatest(n.n, d.df) - d.df + 0.5) / (d.df + 0.5)) AS idf, d.bit
     FROM (
-        SELECT t.lexeme, greatest(count(h.id), (SELECT n_all FROM lex_enough)) AS df
+        SELECT t.lexeme, t.bit, greatest(count(h.id), (SELECT n_all FROM lex_enough)) AS df
         FROM lex_terms t LEFT JOIN lex_hits h ON h.lexeme = t.lexeme
-        GROUP BY t.lexeme
+        GROUP BY t.lexeme, t.bit
     ) d, lex_n n
     WHERE d.df > 0
 ),
@@ -300,27 +312,17 @@ lex_total AS MATERIALIZED (
     SELECT greatest(sum(coalesce(i.idf, ln(1 + (n.n + 0.5) / 0.5))), 1e-9) AS total
     FROM lex_terms t CROSS JOIN lex_n n LEFT JOIN lex_idf i ON i.lexeme = t.lexeme
 ),
--- A message of the conjunction holds every query lexeme: its `words` stay NULL, which the ranking reads as "all".
+-- A message of the conjunction holds every query lexeme (all the bits); a word-by-word candidate's are its hit's.
 -- The word-by-word candidates leave out the conjunction's by NOT IN, a hashed set of its ids (never NULL), which the
 -- planner also takes for the CTE's few-row guesses; NOT EXISTS made a nested-loop anti join (300 x 100 tests).
 lex_cand AS MATERIALIZED (
-    SELECT a.id, a.tier, a.conv_id, a.seq, NULL::text[] AS words FROM lex_all a WHERE a.kept
+    SELECT a.id, a.tier, a.conv_id, a.seq, (SELECT bit_or(t.bit) FROM lex_idf t) AS words
+    FROM lex_all a WHERE a.kept
     UNION ALL
-    SELECT m.id, m.tier, m.conv_id, m.seq, tsvector_to_array(m.tsv)
-    FROM (
-        SELECT DISTINCT h.id FROM lex_hits h JOIN lex_idf t ON t.lexeme = h.lexeme
-        WHERE h.kept AND (t.df < {df_cap} OR NOT EXISTS (SELECT 1 FROM lex_idf r WHERE r.df < {df_cap}))
-    ) c
-    JOIN ghostmem.messages m ON m.id = c.id AND m.owner = %(owner)s
-    WHERE c.id NOT IN (SELECT a.id FROM lex_all a WHERE a.kept)
-),
--- The query lexemes each candidate holds (their bits).
-lex_own AS MATERIALIZED (
-    SELECT c.tier, c.conv_id, c.seq, s.words
-    FROM lex_cand c CROSS JOIN LATERAL (
-        SELECT bit_or(t.bit) AS words FROM lex_idf t WHERE c.words IS NULL OR t.lexeme = ANY(c.words)
-    ) s
-    WHERE s.words IS NOT NULL
+    SELECT DISTINCT h.id, h.tier, h.conv_id, h.seq, h.words
+    FROM lex_hits h JOIN lex_idf t ON t.lexeme = h.lexeme
+    WHERE h.kept AND (t.df < {df_cap} OR NOT EXISTS (SELECT 1 FROM lex_idf r WHERE r.df < {df_cap}))
+      AND h.id NOT IN (SELECT a.id FROM lex_all a WHERE a.kept)
 ),
 -- A message is ranked as the document of its window: itself and its neighbours in the thread (seq - 1, seq + 1).
 -- Each candidate lends its query lexemes to both neighbours; the 3 x depth windows holding the most idf are scored
@@ -332,7 +334,8 @@ lex_win AS MATERIALIZED (
     SELECT w.tier, w.conv_id, w.seq, s.idf
     FROM (
         SELECT o.tier, o.conv_id, o.seq + d.d AS seq, bit_or(o.words) AS words
-        FROM lex_own o CROSS JOIN (VALUES (-1), (0), (1)) AS d(d)
+        FROM lex_cand o CROSS JOIN (VALUES (-1), (0), (1)) AS d(d)
+        WHERE o.words IS NOT NULL
         GROUP BY o.tier, o.conv_id, o.seq + d.d
     ) w CROSS JOIN LATERAL (SELECT sum(t.idf) AS idf FROM lex_idf t WHERE w.words & t.bit <> 0) s
     ORDER BY s.idf DESC, w.tier, w.conv_id, w.seq

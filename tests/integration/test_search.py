@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -232,6 +233,61 @@ def test_a_query_of_the_most_words_credits_each_message_with_its_own(gm: GhostMe
     assert sorted(r["conv_id"] for r in rows) == sorted(words)
     assert all(r["lex_cover"] == pytest.approx(1 / 64) for r in rows), [r["lex_cover"] for r in rows]
     assert len({round(r["lex_score"], 9) for r in rows}) == 1  # the same idf, the same length
+
+
+def test_a_query_of_rare_and_common_words_credits_each_message_with_the_words_it_holds(
+    gm: GhostMem, pg_dsn: str, tmp_path: Path
+) -> None:
+    """Each word-by-word candidate's query words are tested on the row its fetch read (lex_hits), not read again:
+    the lexical results equal a direct computation from the stored words. 120 of the owner's messages hold the
+    common words (df capped at DF_CAP), a few hold rare ones, another owner holds the rare words many times: the
+    candidates are exactly the owner's messages holding a rare word, each scored by the idf of every query word its
+    words hold (the common ones included), df counted in the owner's messages only."""
+    other = f"other-{uuid.uuid4().hex[:6]}"
+    with GhostMem(dsn=pg_dsn, owner=other, embedder=HashEmbedder()) as og:
+        import_generic(
+            og,
+            tmp_path / "other.jsonl",
+            [conversation(f"o{i}", "o", 1, ["zebra quokka deploy"]) for i in range(30)],
+        )
+    texts = [f"routine deploy log {i}" for i in range(120)]
+    texts += [
+        "zebra deploy",
+        "zebra routine deploy note",
+        "quokka zebra",
+        "quokka",
+        "zebra of the plains",
+        "deploy",
+    ]
+    import_generic(
+        gm, tmp_path / "mine.jsonl", [conversation(f"m{i}", "m", 1, [t]) for i, t in enumerate(texts)]
+    )
+    rows = _messages(gm, "zebra quokka deploy routine", "lexical")
+    with gm.connection() as conn:
+        query = [
+            r[0]
+            for r in conn.execute(
+                "SELECT unnest(tsvector_to_array(ghostmem.lexemes(%s, true)))",
+                ("zebra quokka deploy routine",),
+            )
+        ]
+        held = {
+            conv: set(words) & set(query)
+            for conv, words in conn.execute(
+                "SELECT conv_id, tsvector_to_array(tsv) FROM ghostmem.messages WHERE owner = %s",
+                (gm.context.owner,),
+            )
+        }
+        (n,) = conn.execute(
+            "SELECT least(sum(n), %s)::int FROM ghostmem.message_counts WHERE owner = %s",
+            (search.N_CAP, gm.context.owner),
+        ).fetchone() or [0]
+    df = {w: min(sum(w in h for h in held.values()), search.DF_CAP) for w in query}
+    assert df["deploy"] == search.DF_CAP and 0 < df["zebra"] < search.DF_CAP  # common and rare words mixed
+    idf = {w: math.log(1 + (max(n, df[w]) - df[w] + 0.5) / (df[w] + 0.5)) for w in query}
+    rare = {w for w in query if df[w] < search.DF_CAP}
+    expected = {conv: sum(idf[w] for w in h) / sum(idf.values()) for conv, h in held.items() if h & rare}
+    assert {r["conv_id"]: r["lex_cover"] for r in rows} == pytest.approx(expected)
 
 
 def _messages(gm: GhostMem, query: str, mode: str, **kw: Any) -> list[dict[str, Any]]:

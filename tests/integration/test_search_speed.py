@@ -467,6 +467,11 @@ def test_the_generic_plan_reads_through_the_indexes_beside_another_owner(
                     # a nested-loop anti join (each candidate tested against each message of the conjunction)
                     lex_cand = plan.split("CTE lex_cand", 1)[1].split("\n  CTE ", 1)[0]
                     assert "(hashed SubPlan" in lex_cand and "Anti Join" not in lex_cand, lex_cand
+                    # a candidate's query words are tested on the row its word's fetch read (one one-lexeme query
+                    # a word), never by reading the message again
+                    lex_hits = plan.split("CTE lex_hits", 1)[1].split("\n  CTE ", 1)[0]
+                    assert "CTE Scan on lex_terms u" in lex_hits and ".tsv @@ lq)" in lex_hits, lex_hits
+                    assert " on messages" not in lex_cand and "tsvector_to_array" not in plan, lex_cand
                     # the windows' lengths: a range of the narrow rows of 107, never the messages themselves, found
                     # by integers (190: the conversation id's hash and the place), the place's texts checked after
                     lex_doc = plan.split("CTE lex_doc", 1)[1].split("\n  CTE ", 1)[0]
