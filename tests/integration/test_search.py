@@ -14,7 +14,7 @@ from ghostmem import GhostMem, HashEmbedder, japanese, search
 from ghostmem.args import ListRecentConversationsArgs, SearchPersonalMemoryArgs
 from ghostmem.embed import Embedder
 from ghostmem.ingest import runner
-from ghostmem.program import Program, Query, run_sync
+from ghostmem.program import Params, Program, run_sync
 from ghostmem.search import (
     ASKS_WHEN,
     SIMILARITY_FLOOR,
@@ -29,6 +29,7 @@ from psycopg import Connection, sql
 from support.conversations import conversation, ids, import_generic
 from support.copies import owner_index, share_ids
 from support.embedders import CountingEmbedder
+from support.statements import inspecting
 
 
 @pytest.fixture
@@ -318,24 +319,15 @@ def _run_forced(gm: GhostMem, program: Program[Any], *disabled: str) -> tuple[An
     with gm.connection() as conn:
         for setting in ("enable_seqscan", *disabled):
             conn.execute(f"SET LOCAL {setting} = off".encode())
-        result = run_sync(_explaining(program, conn, plans), conn, gm.embedder)
+
+        def explain(text: str, params: Params) -> None:
+            # the statements of search.py, not its preamble (the settings and counts)
+            if "ghostmem.conversations c" in text and "set_config" not in text:
+                rows = conn.execute(f"EXPLAIN (COSTS OFF) {text}".encode(), params).fetchall()  # type: ignore[arg-type]
+                plans.append("\n".join(r[0] for r in rows))
+
+        result = run_sync(inspecting(program, conn, explain), conn, gm.embedder)
     return result, plans
-
-
-def _explaining(program: Program[Any], conn: Connection[Any], plans: list[str]) -> Program[Any]:
-    reply: Any = None
-    try:
-        while True:
-            step = program.send(reply)
-            if isinstance(step, Query) and not isinstance(step.text, bytes | str):
-                text = step.text.as_string(conn)
-                # the statements of search.py, not its preamble (the settings and counts)
-                if "ghostmem.conversations c" in text and "set_config" not in text:
-                    rows = conn.execute(f"EXPLAIN (COSTS OFF) {text}".encode(), step.params).fetchall()  # type: ignore[arg-type]
-                    plans.append("\n".join(r[0] for r in rows))
-            reply = yield step
-    except StopIteration as done:
-        return done.value
 
 
 def test_only_the_shown_messages_are_read(gm: GhostMem, tmp_path: Path) -> None:
@@ -371,35 +363,30 @@ def test_only_the_shown_messages_are_read(gm: GhostMem, tmp_path: Path) -> None:
 def _reading_shown(program: Program[Any], conn: Connection[Any], read: list[int]) -> Program[Any]:
     """Run ``program``, adding to ``read`` how many rows its main statement read as the shown messages, how many
     from ghostmem.conversations, and how many sorts order the fused messages by conversation."""
-    reply: Any = None
-    try:
-        while True:
-            step = program.send(reply)
-            if isinstance(step, Query) and not isinstance(step.text, bytes | str):
-                text = step.text.as_string(conn)
-                if "ghostmem.messages shown" in text:
-                    explained = f"EXPLAIN (ANALYZE, FORMAT JSON) {text}".encode()
-                    plan = conn.execute(explained, step.params).fetchone()[0]  # type: ignore[arg-type,index]
-                    nodes = list(_nodes(plan[0]["Plan"]))
-                    for reads in ("shown", "conversations"):
-                        read.append(
-                            sum(
-                                n["Actual Rows"] * n["Actual Loops"]
-                                for n in nodes
-                                if reads in (n.get("Alias"), n.get("Relation Name"))
-                            )
-                        )
-                    fused = next(n for n in nodes if n.get("Subplan Name") == "CTE fused")
-                    read.append(
-                        sum(
-                            n["Node Type"] in ("Sort", "Incremental Sort")
-                            and "conv_id" in " ".join(n["Sort Key"])
-                            for n in _nodes(fused)
-                        )
-                    )
-            reply = yield step
-    except StopIteration as done:
-        return done.value
+
+    def count(text: str, params: Params) -> None:
+        if "ghostmem.messages shown" not in text:
+            return
+        explained = f"EXPLAIN (ANALYZE, FORMAT JSON) {text}".encode()
+        plan = conn.execute(explained, params).fetchone()[0]  # type: ignore[arg-type,index]
+        nodes = list(_nodes(plan[0]["Plan"]))
+        for reads in ("shown", "conversations"):
+            read.append(
+                sum(
+                    n["Actual Rows"] * n["Actual Loops"]
+                    for n in nodes
+                    if reads in (n.get("Alias"), n.get("Relation Name"))
+                )
+            )
+        fused = next(n for n in nodes if n.get("Subplan Name") == "CTE fused")
+        read.append(
+            sum(
+                n["Node Type"] in ("Sort", "Incremental Sort") and "conv_id" in " ".join(n["Sort Key"])
+                for n in _nodes(fused)
+            )
+        )
+
+    return inspecting(program, conn, count)
 
 
 def _nodes(node: dict[str, Any]) -> Iterator[dict[str, Any]]:

@@ -13,18 +13,26 @@ _PARAMETER = re.compile(r"%\((\w+)\)s")
 T = TypeVar("T")
 
 
-def recording(program: Program[Any], conn: Connection[Any], seen: list[tuple[str, Params]]) -> Program[Any]:
-    """``program`` as it is, with the text (as sent on ``conn``) and parameters of each composed statement it
-    sends appended to ``seen``."""
+def inspecting(
+    program: Program[Any], conn: Connection[Any], look: Callable[[str, Params], None]
+) -> Program[Any]:
+    """``program`` as it is, with ``look`` called on the text (as sent on ``conn``) and parameters of each composed
+    statement it sends, before it is sent (in the transaction it will run in, its settings made)."""
     reply: Any = None
     try:
         while True:
             step = program.send(reply)
             if isinstance(step, Query) and not isinstance(step.text, bytes | str):
-                seen.append((step.text.as_string(conn), step.params))
+                look(step.text.as_string(conn), step.params)
             reply = yield step
     except StopIteration as done:
         return done.value
+
+
+def recording(program: Program[Any], conn: Connection[Any], seen: list[tuple[str, Params]]) -> Program[Any]:
+    """``program`` as it is, with the text (as sent on ``conn``) and parameters of each composed statement it
+    sends appended to ``seen``."""
+    return inspecting(program, conn, lambda text, params: seen.append((text, params)))
 
 
 def generic_plan(conn: Connection[Any], text: str) -> str:
