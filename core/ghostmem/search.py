@@ -169,6 +169,7 @@ class _Plan:
     stored: bool  # the owner holds messages in the tiers searched, whatever the filters (a hint's truth)
     scan: Scan = "hnsw"  # how the vector leg reads (vector_scan)
     graphs: tuple[str, ...] = ()  # the listed projects that have a graph of their own (migration 155)
+    since: str | None = None  # an HNSW walk of the owner's recent messages' graph: its day (migration 210)
 
     @property
     def searches(self) -> bool:
@@ -535,7 +536,11 @@ def _fused_messages(args: SearchPersonalMemoryArgs, plan: _Plan) -> sql.Composed
             # message_bits is one table, the owner a parameter; message_vectors is read with the owner a constant
             owner = None if plan.scan == "quantized" else _partition_filter(plan)
             shape = {"hnsw": _HNSW_SCAN, "exact": _EXACT_SCAN, "quantized": _QUANTIZED_SCAN}[plan.scan]
-            scan = sql.SQL(shape).format(filters=_vector_filters(args, owner), **plan.literals)
+            filters = _vector_filters(args, owner)
+            if plan.since is not None:
+                # the graph's own predicate, as a literal: the generic plan proves it and walks that graph
+                filters += sql.SQL(" AND m.ts >= {since}::timestamptz").format(since=_written(plan.since))
+            scan = sql.SQL(shape).format(filters=filters, **plan.literals)
         legs += [scan, sql.SQL(_VECTOR_RANK)]
     if plan.lexical and plan.vector:
         bonus = _SPEAKER_BONUS_SQL.format(**plan.literals) if plan.params.get("speakers") else sql.SQL("")
@@ -684,10 +689,27 @@ def _counts(args: SearchPersonalMemoryArgs, graphed: bool) -> sql.Composed:
     ).format(sums=sql.SQL(", ").join(sums), columns=sql.SQL(", ").join(columns))
 
 
-# The owner's messages of the searched tiers in the search's time window (message_days, migration 092): the row ``w``.
+# The row ``w`` of a search's time window, from message_days (migration 092) read once: the owner's messages of the
+# searched tiers in the window (``rows``), and when the owner has a graph of its recent messages (migration 210: a
+# partial HNSW index of its vectors since a day, named project_graph_name(owner, ''), the day its comment) and the
+# window starts on or after that day, the day as written there (``since``) and the owner's messages since then in
+# every tier (``recent_rows``: what the graph holds); NULLs without such a graph or for a longer window. The day is
+# looked up once (OFFSET 0: flattened, each of its uses read the catalog again, 5 ms at 100k messages).
 _WINDOW = sql.SQL(
-    "(SELECT coalesce(sum(c.n), 0) AS rows FROM ghostmem.message_days c WHERE c.owner = p.owner"
-    " AND c.tier = ANY(p.tiers) AND c.day >= ((now() - make_interval(days => p.days)) AT TIME ZONE 'UTC')::date) w"
+    """(
+    SELECT coalesce(sum(c.n) FILTER (WHERE c.tier = ANY(p.tiers) AND c.day >= d.start), 0) AS rows,
+           CASE WHEN d.since IS NOT NULL THEN g.since END AS since,
+           CASE WHEN d.since IS NOT NULL THEN coalesce(sum(c.n) FILTER (WHERE c.day >= d.since), 0) END AS recent_rows
+    FROM (SELECT obj_description(to_regclass('ghostmem.' || ghostmem.project_graph_name(p.owner, '')), 'pg_class')
+          AS since OFFSET 0) g
+    CROSS JOIN LATERAL (
+        SELECT ((now() - make_interval(days => p.days)) AT TIME ZONE 'UTC')::date AS start,
+               CASE WHEN now() - make_interval(days => p.days) >= g.since::timestamptz
+                    THEN (g.since::timestamptz AT TIME ZONE 'UTC')::date END AS since
+    ) d
+    LEFT JOIN ghostmem.message_days c ON c.owner = p.owner AND c.day >= least(d.start, d.since)
+    GROUP BY g.since, d.start, d.since
+) w"""
 )
 
 
@@ -730,10 +752,14 @@ def quantized_candidates(vec_depth: int) -> int:
     return min(QUANTIZED_CANDIDATES * vec_depth, QUANTIZED_CANDIDATES_MAX)
 
 
-def message_ef_search(depth: int) -> sql.Composable:
+_OWNER_GRAPH_ROWS = sql.SQL("k.all_rows")  # the owner's messages of every tier (:func:`_counts`): its graph's
+
+
+def message_ef_search(depth: int, rows: sql.Composable = _OWNER_GRAPH_ROWS) -> sql.Composable:
     """SQL for the ``hnsw.ef_search`` of the vector leg (as text, for ``set_config``): :data:`MESSAGE_EF_SEARCH`
-    candidates for an owner's graph of up to :data:`MESSAGE_EF_ROWS` messages (``k.all_rows``, :func:`_counts`), and
-    :data:`MESSAGE_EF_PER_DECADE` more for each tenfold beyond, never fewer than ``depth`` (the leg's rows).
+    candidates for a graph of up to :data:`MESSAGE_EF_ROWS` messages (``rows``: the owner's, ``k.all_rows`` of
+    :func:`_counts`, or its recent messages', migration 210), and :data:`MESSAGE_EF_PER_DECADE` more for each tenfold
+    beyond, never fewer than ``depth`` (the leg's rows).
 
     An HNSW walk finds fewer of the nearest rows as its graph grows, and an owner's graph has no other owner's rows
     to skip: in the graph every owner shared, those made pgvector's iterative scan go on past ``ef_search``. At
@@ -746,7 +772,7 @@ def message_ef_search(depth: int) -> sql.Composable:
         depth=sql.Literal(depth),
         ef=sql.Literal(MESSAGE_EF_SEARCH),
         per_decade=sql.Literal(MESSAGE_EF_PER_DECADE),
-        rows=sql.SQL("k.all_rows"),
+        rows=rows,
         base=sql.Literal(MESSAGE_EF_ROWS),
     )
 
@@ -872,6 +898,11 @@ def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int, floor: flo
         )
         stored = bool(rows[0]["owner_rows"])
         return _Plan(params=params, literals=literals, lexical=lexical, vector=vector, stored=stored)
+    # The graph an HNSW walk would take: the owner's recent messages' when the time window is within them (migration
+    # 210), else the owner's whole graph (163).
+    walked_rows = (
+        sql.SQL("coalesce(w.recent_rows, k.all_rows)") if args.days is not None else _OWNER_GRAPH_ROWS
+    )
     # Speaker names the query mentions and how narrow its filters are (looked up in the same round trip).
     rows = yield Query(
         sql.SQL(
@@ -882,7 +913,7 @@ def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int, floor: flo
                               WHERE m.owner = p.owner AND lower(m.speaker) = n.name AND m.speaker IS NOT NULL
                                 AND m.tier = ANY(p.tiers))
             ) AS speakers, {share} AS share, k.owner_rows, {scope_rows} AS scope_rows, {projects} AS projects,
-            {graphs} AS graphs, {graph_rows} AS graph_rows, k.all_rows AS owner_graph_rows
+            {graphs} AS graphs, {graph_rows} AS graph_rows, {walked_rows} AS owner_graph_rows, {since} AS since
             FROM {values} CROSS JOIN LATERAL {counts}{window}
             """
         ).format(
@@ -890,7 +921,7 @@ def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int, floor: flo
             # the vector leg's rows are never more than depth; a project filter alone may walk the project's graph
             ef_search=sql.Literal(str(max(depth, PROJECT_GRAPH_EF_SEARCH)))
             if graphed
-            else message_ef_search(depth),
+            else message_ef_search(depth, walked_rows),
             share=_filter_share(args) if filtered else sql.SQL("1::float8"),
             scope_rows=_scope_rows(args),
             projects=sql.SQL(
@@ -900,6 +931,8 @@ def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int, floor: flo
             graph_rows=sql.SQL("k.graph_rows" if graphed else "0"),
             values=_SEARCH_VALUES,
             counts=_counts(args, graphed),
+            walked_rows=walked_rows,
+            since=sql.SQL("w.since" if args.days is not None else "NULL::text"),
             window=sql.SQL(" CROSS JOIN LATERAL {window}").format(window=_WINDOW)
             if args.days is not None
             else sql.SQL(""),
@@ -924,7 +957,9 @@ def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int, floor: flo
     scan = vector_scan(
         int(rows[0]["scope_rows"]),
         share * float(rows[0]["owner_rows"]),
-        float(rows[0]["owner_graph_rows"]),  # the owner's graph: its messages of every tier
+        float(
+            rows[0]["owner_graph_rows"]
+        ),  # the graph a walk takes: the owner's (every tier) or its recent one
         vec_depth,
         int(rows[0]["ef_search"]),
         len(rows[0]["graphs"]),
@@ -933,6 +968,7 @@ def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int, floor: flo
         filtered and args.project is None,
     )
     graphs = tuple(rows[0]["graphs"]) if scan == "graph" else ()
+    since = rows[0]["since"] if scan == "hnsw" else None
     params["ungraphed"] = [p for p in params["projects"] or [] if p not in graphs]
     dense_query = strip_names(args.query, params["speakers"])
     params["qvec"] = yield Embed(dense_query)
@@ -953,6 +989,7 @@ def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int, floor: flo
         stored=stored,
         scan=scan,
         graphs=graphs,
+        since=since,
     )
 
 

@@ -23,7 +23,7 @@ from ghostmem.records import MessageRecord
 from ghostmem.search import search_messages
 from psycopg import sql
 from support.conversations import conversation, import_generic
-from support.databases import app_login, fresh_database
+from support.databases import app_login, fresh_database, graph_store, vector_graphs
 from support.statements import recording
 
 SIZE = 12  # project_graph_rows in these tests: a project of 12 messages or more gets its graph
@@ -38,24 +38,13 @@ def graph_name(owner: str, project: str) -> str:
 
 def graphs(conn: psycopg.Connection[Any]) -> dict[str, str]:
     """Each graph of the compact vectors (on its owner's partition of them, migration 163): name -> its predicate."""
-    rows = conn.execute(
-        "SELECT c.relname, pg_get_expr(i.indpred, i.indrelid) FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid"
-        " WHERE i.indrelid IN (SELECT t.relid FROM pg_partition_tree('ghostmem.message_vectors') t)"
-        " AND c.relname LIKE 'message\\_vectors\\_graph\\_%'"
-    ).fetchall()
-    return {r[0]: r[1] for r in rows}
+    return {name: predicate for name, (predicate, _) in vector_graphs(conn).items()}
 
 
 @pytest.fixture
 def store(server_dsn: str) -> Iterator[str]:
     """A database of its own, migrated, whose projects get a graph from SIZE messages."""
-    with fresh_database(server_dsn, "ghostmem_pgraph") as dsn:
-        with GhostMem(dsn=dsn, owner="setup", embedder=HashEmbedder()) as gm:
-            gm.connect()
-        with psycopg.connect(dsn, autocommit=True) as conn:
-            conn.execute(
-                "UPDATE ghostmem.settings SET value = %s WHERE key = 'project_graph_rows'", (str(SIZE),)
-            )
+    with graph_store(server_dsn, "ghostmem_pgraph", "project_graph_rows", SIZE) as dsn:
         yield dsn
 
 

@@ -6,6 +6,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import psycopg
 from psycopg import sql
@@ -58,3 +59,29 @@ def wait_until_blocked(dsn: str, application_name: str) -> None:
                 return
             time.sleep(0.1)
     raise AssertionError(f"{application_name} never waited for a lock")
+
+
+@contextmanager
+def graph_store(server_dsn: str, prefix: str, setting: str, value: int) -> Iterator[str]:
+    """A database of its own, migrated, whose graphs' size setting ``setting`` (``project_graph_rows``, migration
+    155; ``recent_graph_rows``, 210) is ``value``."""
+    from ghostmem import GhostMem, HashEmbedder
+
+    with fresh_database(server_dsn, prefix) as dsn:
+        with GhostMem(dsn=dsn, owner="setup", embedder=HashEmbedder()) as gm:
+            gm.connect()
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute("UPDATE ghostmem.settings SET value = %s WHERE key = %s", (str(value), setting))
+        yield dsn
+
+
+def vector_graphs(conn: psycopg.Connection[Any]) -> dict[str, tuple[str, str | None]]:
+    """Each graph of the compact vectors (on its owner's partition of them, migration 163; a project's, 155, or the
+    recent messages', 210): name -> (its predicate, its comment)."""
+    rows = conn.execute(
+        "SELECT c.relname, pg_get_expr(i.indpred, i.indrelid), obj_description(c.oid, 'pg_class')"
+        " FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid"
+        " WHERE i.indrelid IN (SELECT t.relid FROM pg_partition_tree('ghostmem.message_vectors') t)"
+        " AND c.relname LIKE 'message\\_vectors\\_graph\\_%'"
+    ).fetchall()
+    return {r[0]: (r[1], r[2]) for r in rows}
