@@ -86,6 +86,8 @@ NO_JIT = sql.SQL("set_config('jit', 'off', true)")
 DF_CAP = 100  # document frequencies are counted up to this; rarer lexemes gather the lexical candidates
 # A long query keeps its longest (most specific) lexemes; at most 64, the bits of a bigint (the window ranking).
 MAX_QUERY_TERMS = 64
+# A query of at most this many lexemes has the idf of each set of them summed once (2^n sets), not once per window.
+WORD_SET_BITS = 7
 N_CAP = 20_000  # the store size in the idf is counted up to this (a bigger store counts as this big)
 MAX_NAME_WORDS = 64  # speaker names are looked for among the query's first words
 BM25_K1 = 1.2
@@ -274,15 +276,15 @@ lex_enough AS MATERIALIZED (
     SELECT count(*) FILTER (WHERE kept) >= {depth} OR count(*) >= {df_cap} AS enough, count(*) AS n_all
     FROM lex_all
 ),
--- Each word's fetch (at most df_cap messages). A fetched message that passes the filters keeps its place and the
--- query lexemes its own words hold (their bits, each tested on the row in hand: no second read of the message).
+-- Each word's fetch (at most df_cap messages). A fetched message that passes the filters keeps its place and its
+-- words (tsv, as read: no second read of the message); the candidates below test them once a message.
 lex_hits AS MATERIALIZED (
-    SELECT t.lexeme, m.id, m.kept, m.tier, m.conv_id, m.seq, m.words
+    SELECT t.lexeme, m.id, m.kept, m.tier, m.conv_id, m.seq, m.tsv
     FROM lex_terms t
     CROSS JOIN LATERAL (
         SELECT m.id, m.kept, CASE WHEN m.kept THEN m.tier END AS tier,
                CASE WHEN m.kept THEN m.conv_id END AS conv_id, CASE WHEN m.kept THEN m.seq END AS seq,
-               CASE WHEN m.kept THEN (SELECT bit_or(u.bit) FROM lex_terms u WHERE m.tsv @@ u.lq) END AS words
+               CASE WHEN m.kept THEN m.tsv END AS tsv
         FROM (
             SELECT m.id, {kept} AS kept, m.tier, m.conv_id, m.seq, m.tsv FROM ghostmem.messages m
             WHERE {owner} AND ghostmem.owner_words(m.owner, m.tsv) @@ t.tq
@@ -313,17 +315,36 @@ lex_total AS MATERIALIZED (
     SELECT greatest(sum(coalesce(i.idf, ln(1 + (n.n + 0.5) / 0.5))), 1e-9) AS total
     FROM lex_terms t CROSS JOIN lex_n n LEFT JOIN lex_idf i ON i.lexeme = t.lexeme
 ),
--- A message of the conjunction holds every query lexeme (all the bits); a word-by-word candidate's are its hit's.
--- The word-by-word candidates leave out the conjunction's by NOT IN, a hashed set of its ids (never NULL), which the
--- planner also takes for the CTE's few-row guesses; NOT EXISTS made a nested-loop anti join (300 x 100 tests).
+-- A message of the conjunction holds every query lexeme (all the bits). A word-by-word candidate (a message fetched
+-- for one word or several) holds the query lexemes its words match: each tested once a message, with the lexeme's
+-- one-lexeme query, on the words its fetch read. The word-by-word candidates leave out the conjunction's by NOT IN,
+-- a hashed set of its ids (never NULL), which the planner also takes for the CTE's few-row guesses; NOT EXISTS made
+-- a nested-loop anti join (300 x 100 tests).
 lex_cand AS MATERIALIZED (
     SELECT a.id, a.tier, a.conv_id, a.seq, (SELECT bit_or(t.bit) FROM lex_idf t) AS words
     FROM lex_all a WHERE a.kept
     UNION ALL
-    SELECT DISTINCT h.id, h.tier, h.conv_id, h.seq, h.words
-    FROM lex_hits h JOIN lex_idf t ON t.lexeme = h.lexeme
-    WHERE h.kept AND (t.df < {df_cap} OR NOT EXISTS (SELECT 1 FROM lex_idf r WHERE r.df < {df_cap}))
-      AND h.id NOT IN (SELECT a.id FROM lex_all a WHERE a.kept)
+    SELECT h.id, h.tier, h.conv_id, h.seq, (SELECT bit_or(u.bit) FROM lex_terms u WHERE h.tsv @@ u.lq) AS words
+    FROM (
+        SELECT DISTINCT ON (h.id) h.id, h.tier, h.conv_id, h.seq, h.tsv
+        FROM lex_hits h JOIN lex_idf t ON t.lexeme = h.lexeme
+        WHERE h.kept AND (t.df < {df_cap} OR NOT EXISTS (SELECT 1 FROM lex_idf r WHERE r.df < {df_cap}))
+          AND h.id NOT IN (SELECT a.id FROM lex_all a WHERE a.kept)
+        ORDER BY h.id
+    ) h
+),
+-- The idf of each set of query lexemes a window can hold (a bigint of their bits, below 2 x the highest bit), summed
+-- once a set instead of once a window (about 900 windows, 32-64 sets for a query of 5-6 words), as the windows sum
+-- it (the same sub-select, so the same sum): a window reads its set's place in the array. NULL (a set of lexemes the
+-- store does not hold) is kept as -1 (an idf is positive). A query of more than {set_bits} lexemes, or with fewer
+-- candidates than sets (there are at least as many windows as candidates), sums per window.
+lex_sums AS MATERIALIZED (
+    SELECT CASE WHEN m.top < (1::bigint << {set_bits}) AND 2 * m.top <= (SELECT count(*) FROM lex_cand) THEN ARRAY(
+        SELECT coalesce((SELECT sum(t.idf) FROM lex_idf t WHERE s.words & t.bit <> 0), -1)
+        FROM generate_series(0, 2 * m.top - 1) AS s(words)
+        ORDER BY s.words
+    ) END AS sums
+    FROM (SELECT max(t.bit) AS top FROM lex_terms t) m
 ),
 -- A message is ranked as the document of its window: itself and its neighbours in the thread (seq - 1, seq + 1).
 -- Each candidate lends its query lexemes to both neighbours; the 3 x depth windows holding the most idf are scored
@@ -338,7 +359,11 @@ lex_win AS MATERIALIZED (
         FROM lex_cand o CROSS JOIN (VALUES (-1), (0), (1)) AS d(d)
         WHERE o.words IS NOT NULL
         GROUP BY o.tier, o.conv_id, o.seq + d.d
-    ) w CROSS JOIN LATERAL (SELECT sum(t.idf) AS idf FROM lex_idf t WHERE w.words & t.bit <> 0) s
+    ) w CROSS JOIN lex_sums a
+    CROSS JOIN LATERAL (
+        SELECT CASE WHEN a.sums IS NOT NULL THEN nullif(a.sums[w.words::integer + 1], -1)
+                    ELSE (SELECT sum(t.idf) FROM lex_idf t WHERE w.words & t.bit <> 0) END AS idf
+    ) s
     ORDER BY s.idf DESC, w.tier, w.conv_id, w.seq
     LIMIT 3 * {depth}
 ),
@@ -857,6 +882,7 @@ def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int, floor: flo
         "limit": args.limit,
         "df_cap": DF_CAP,
         "max_terms": MAX_QUERY_TERMS,
+        "set_bits": WORD_SET_BITS,
         "n_cap": N_CAP,
         "k1": BM25_K1,
         "b": BM25_B,

@@ -264,18 +264,75 @@ def test_a_query_of_rare_and_common_words_credits_each_message_with_the_words_it
         gm, tmp_path / "mine.jsonl", [conversation(f"m{i}", "m", 1, [t]) for i, t in enumerate(texts)]
     )
     rows = _messages(gm, "zebra quokka deploy routine", "lexical")
+    held, df, idf = _stored_words(gm, "zebra quokka deploy routine")
+    assert df["deploy"] == search.DF_CAP and 0 < df["zebra"] < search.DF_CAP  # common and rare words mixed
+    rare = {w for w in df if df[w] < search.DF_CAP}
+    expected = {conv: sum(idf[w] for w in h) / sum(idf.values()) for (conv, _), h in held.items() if h & rare}
+    assert {r["conv_id"]: r["lex_cover"] for r in rows} == pytest.approx(expected)
+
+
+def test_a_window_holds_the_words_of_its_candidates_whichever_way_its_idf_is_summed(
+    gm: GhostMem, pg_dsn: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A window's query words are those of the candidates at its place and beside it (each candidate's words tested
+    once, however many of its words fetched it), and its idf is summed once per set of query words (lex_sums) when
+    the query has few lexemes and the leg has at least as many candidates as sets, else once per window: both give
+    each returned message the coverage a direct computation from the stored words gives, and the same scores. The
+    rare words are held in threads of three, beside common words; another owner holds them in conversations of the
+    same ids with other neighbours, which never count."""
+    query = "zebra quokka deploy routine"
+    rare = ["zebra deploy", "quokka", "zebra quokka routine", "quokka deploy"]
+    threads = [[f"routine deploy log {i}", rare[i % 4], "fine"] for i in range(24)]
+    threads += [[f"routine deploy step {i}", f"deploy note {i}"] for i in range(100)]
+    other = f"other-{uuid.uuid4().hex[:6]}"
+    with GhostMem(dsn=pg_dsn, owner=other, embedder=HashEmbedder()) as og:
+        import_generic(
+            og,
+            tmp_path / "other.jsonl",
+            [
+                conversation(f"t{i}", "o", 1, ["routine", "zebra", "quokka deploy", "zebra"])
+                for i in range(24)
+            ],
+        )
+    import_generic(
+        gm, tmp_path / "mine.jsonl", [conversation(f"t{i}", "t", 1, texts) for i, texts in enumerate(threads)]
+    )
+    held, df, idf = _stored_words(gm, query)
+    assert df["deploy"] == df["routin"] == search.DF_CAP and 0 < df["zebra"] < search.DF_CAP
+    candidates = {place for place, h in held.items() if h & {w for w in df if df[w] < search.DF_CAP}}
+    assert 2 ** len(df) <= len(candidates) and len(df) <= search.WORD_SET_BITS  # sums once per set
+
+    def window(conv: str, seq: int) -> set[str]:
+        return set().union(*(held[(conv, s)] for s in (seq - 1, seq, seq + 1) if (conv, s) in candidates))
+
+    found = {}
+    default = search.WORD_SET_BITS
+    for bits in (default, 0):  # 0: every window sums its own
+        monkeypatch.setattr(search, "WORD_SET_BITS", bits)
+        rows = _messages(gm, query, "lexical")
+        assert len(rows) == 50 and all((r["conv_id"], r["seq"]) in held for r in rows)
+        for r in rows:
+            expected = sum(idf[w] for w in window(r["conv_id"], r["seq"])) / sum(idf.values())
+            assert r["lex_cover"] == pytest.approx(expected, rel=1e-12), r
+        found[bits] = [(r["id"], r["lex_rank"], r["lex_score"], r["lex_cover"]) for r in rows]
+    assert found[default] == found[0]
+
+
+def _stored_words(
+    gm: GhostMem, query: str
+) -> tuple[dict[tuple[str, int], set[str]], dict[str, int], dict[str, float]]:
+    """Computed directly from the owner's stored words and counts, as the lexical leg defines them: the query's
+    lexemes each message holds (by conversation and place), each lexeme's document frequency (capped at DF_CAP) and
+    its idf (the store's size counted up to N_CAP)."""
     with gm.connection() as conn:
-        query = [
+        words = [
             r[0]
-            for r in conn.execute(
-                "SELECT unnest(tsvector_to_array(ghostmem.lexemes(%s, true)))",
-                ("zebra quokka deploy routine",),
-            )
+            for r in conn.execute("SELECT unnest(tsvector_to_array(ghostmem.lexemes(%s, true)))", (query,))
         ]
         held = {
-            conv: set(words) & set(query)
-            for conv, words in conn.execute(
-                "SELECT conv_id, tsvector_to_array(tsv) FROM ghostmem.messages WHERE owner = %s",
+            (conv, seq): set(lexemes) & set(words)
+            for conv, seq, lexemes in conn.execute(
+                "SELECT conv_id, seq, tsvector_to_array(tsv) FROM ghostmem.messages WHERE owner = %s",
                 (gm.context.owner,),
             )
         }
@@ -283,12 +340,9 @@ def test_a_query_of_rare_and_common_words_credits_each_message_with_the_words_it
             "SELECT least(sum(n), %s)::int FROM ghostmem.message_counts WHERE owner = %s",
             (search.N_CAP, gm.context.owner),
         ).fetchone() or [0]
-    df = {w: min(sum(w in h for h in held.values()), search.DF_CAP) for w in query}
-    assert df["deploy"] == search.DF_CAP and 0 < df["zebra"] < search.DF_CAP  # common and rare words mixed
-    idf = {w: math.log(1 + (max(n, df[w]) - df[w] + 0.5) / (df[w] + 0.5)) for w in query}
-    rare = {w for w in query if df[w] < search.DF_CAP}
-    expected = {conv: sum(idf[w] for w in h) / sum(idf.values()) for conv, h in held.items() if h & rare}
-    assert {r["conv_id"]: r["lex_cover"] for r in rows} == pytest.approx(expected)
+    df = {w: min(sum(w in h for h in held.values()), search.DF_CAP) for w in words}
+    idf = {w: math.log(1 + (max(n, df[w]) - df[w] + 0.5) / (df[w] + 0.5)) for w in words}
+    return held, df, idf
 
 
 def _messages(gm: GhostMem, query: str, mode: str, **kw: Any) -> list[dict[str, Any]]:

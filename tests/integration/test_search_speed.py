@@ -467,11 +467,20 @@ def test_the_generic_plan_reads_through_the_indexes_beside_another_owner(
                     # a nested-loop anti join (each candidate tested against each message of the conjunction)
                     lex_cand = plan.split("CTE lex_cand", 1)[1].split("\n  CTE ", 1)[0]
                     assert "(hashed SubPlan" in lex_cand and "Anti Join" not in lex_cand, lex_cand
-                    # a candidate's query words are tested on the row its word's fetch read (one one-lexeme query
-                    # a word), never by reading the message again
+                    # a candidate's query words are tested on the words its word's fetch read (one one-lexeme query
+                    # a word), never by reading the message again, and once a message: the fetches' rows are made
+                    # distinct by id before the test (a message several words fetched is tested once)
                     lex_hits = plan.split("CTE lex_hits", 1)[1].split("\n  CTE ", 1)[0]
-                    assert "CTE Scan on lex_terms u" in lex_hits and ".tsv @@ lq)" in lex_hits, lex_hits
+                    assert "@@ lq" not in lex_hits and "lex_terms u" not in lex_hits, lex_hits
+                    assert "CTE Scan on lex_terms u" in lex_cand and ".tsv @@ lq)" in lex_cand, lex_cand
+                    tested = lex_cand.split("Unique", 1)[1]
+                    assert re.search(r"Sort Key: h_\d+\.id\n", tested) and "SubPlan" in tested, lex_cand
                     assert " on messages" not in lex_cand and "tsvector_to_array" not in plan, lex_cand
+                    # a window's idf is read from the sums of the sets of query words (lex_sums), each summed once
+                    lex_win = plan.split("CTE lex_win", 1)[1].split("\n  CTE ", 1)[0]
+                    assert "CTE Scan on lex_sums" in lex_win and "sums[" in lex_win, lex_win
+                    lex_sums = plan.split("CTE lex_sums", 1)[1].split("\n  CTE ", 1)[0]
+                    assert "generate_series" in lex_sums and "CTE Scan on lex_idf" in lex_sums, lex_sums
                     # the windows' lengths: a range of the narrow rows of 107, never the messages themselves, found
                     # by integers (190: the conversation id's hash and the place), the place's texts checked after
                     lex_doc = plan.split("CTE lex_doc", 1)[1].split("\n  CTE ", 1)[0]
