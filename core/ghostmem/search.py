@@ -103,6 +103,11 @@ QUANTIZED_INDEX_ROW_COST = 0.28  # ... read from its index alone (a window, a pl
 RERANK_ROW_COST = 5.0  # ... and each of its candidates, ranked again by the compact vector's distance
 QUANTIZED_CANDIDATES = 10  # candidates a quantized scan ranks again, per row it returns ...
 QUANTIZED_CANDIDATES_MAX = 1000  # ... and at most this many (a deep list's last ranks weigh little)
+# A quantized scan of a scope read from the index alone sorts only the rows within a cut taken from a sample of it
+# (migration 200: the messages whose id hashes to 0 modulo QUANTIZED_SAMPLE, a power of two), the distance within
+# which the sample holds QUANTIZED_SAMPLE_MARGIN times the candidates' share (see quantized_sample_rank).
+QUANTIZED_SAMPLE = 16
+QUANTIZED_SAMPLE_MARGIN = 2
 SPEAKER_BONUS = 0.005
 # A question asking when (an English "when", "what year", "how long ago") is answered by a message that says when:
 # such messages (MENTIONS_TIME) get this bonus in the fusion, about half of what rank 1 of a leg adds (docs/search.md,
@@ -172,6 +177,7 @@ class _Plan:
     scan: Scan = "hnsw"  # how the vector leg reads (vector_scan)
     graphs: tuple[str, ...] = ()  # the listed projects that have a graph of their own (migration 155)
     since: str | None = None  # an HNSW walk of the owner's recent messages' graph: its day (migration 210)
+    sampled: bool = False  # a quantized scan's scope read from the index alone: cut by its sample (200)
 
     @property
     def searches(self) -> bool:
@@ -424,20 +430,80 @@ _EXACT_SCAN = "\nvec_scan AS MATERIALIZED (" + _EXACT_ROWS + ")"
 # and the bits, migration 164), and its nearest `candidates` are ranked again by their compact vectors' distance
 # (one index scan of message_vectors' primary key for all of them), so the rows come back in the order of the
 # exact scan's distances (cosine_distance, as there); quantized_candidates are enough to find nearly all of the exact
-# scan's rows.
+# scan's rows. {nearest} is the candidates' ids (_NEAREST_BITS, or vec_cand after _SAMPLED_CUT).
 _QUANTIZED_SCAN = """
 vec_scan AS MATERIALIZED (
     SELECT v.id, v.tier, v.conv_id, cosine_distance(v.embedding, (SELECT %(qvec)s::vector::halfvec)) AS dist
     FROM ghostmem.message_vectors v
-    WHERE v.owner = {owner_constant} AND v.id = ANY(ARRAY(
-        SELECT m.id FROM ghostmem.message_bits m
-        WHERE {filters}
-        ORDER BY m.bits <~> (SELECT binary_quantize(%(qvec)s::vector)), m.id
-        LIMIT {candidates}
-    ))
+    WHERE v.owner = {owner_constant} AND v.id = ANY(ARRAY({nearest}))
     ORDER BY 4, 1
     LIMIT {vec_depth}
 )"""
+
+# The scope's `candidates` nearest rows by the Hamming distance of their bits, ties by id ({below}: only the rows
+# within the cut of _SAMPLED_CUT).
+_NEAREST_BITS = """
+        SELECT m.id FROM ghostmem.message_bits m
+        WHERE {filters}{below}
+        ORDER BY {distance}, m.id
+        LIMIT {candidates}
+    """
+_BITS_DISTANCE = sql.SQL("m.bits <~> (SELECT binary_quantize(%(qvec)s::vector))")
+_WITHIN_CUT = sql.SQL(" AND {distance} <= coalesce((SELECT c.cut FROM vec_cut c), 'Infinity')").format(
+    distance=_BITS_DISTANCE
+)
+
+# A scope read from the index alone (a time window, a platform: migration 164) is sorted only where it is near the
+# query. Its sample (migration 200: every sixteenth message by a hash of its id, its bits in the leaf entries of
+# two small partial indexes) gives the cut: the distance within which the sample holds QUANTIZED_SAMPLE_MARGIN
+# times the candidates' share (its nearest row past `sample_rank`). vec_near keeps the scope's nearest candidates
+# within the cut; when the cut holds `candidates` rows, those are the scope's nearest candidates (every row farther
+# sorts after them), else (a sample unlike the rest of its scope) vec_cand sorts the whole scope as before, and
+# without a cut (a sample of fewer rows) vec_near did. Either way the candidates are the same rows; the top-N sort,
+# which formed and compared every row of the scope (at 100k messages about as dear as reading them), gets a few
+# times the candidates.
+_SAMPLED_CUT = """
+vec_cut AS MATERIALIZED (
+    SELECT {distance} AS cut FROM ghostmem.message_bits m
+    WHERE {filters} AND (hashint8(m.id) & {sample_mask}) = 0
+    ORDER BY 1
+    LIMIT 1 OFFSET {sample_rank}
+),
+vec_near AS MATERIALIZED ({near}),
+vec_short AS MATERIALIZED (
+    SELECT count(*) < {candidates} AND EXISTS (SELECT FROM vec_cut) AS short FROM vec_near
+),
+vec_cand AS MATERIALIZED (
+    SELECT n.id FROM vec_near n WHERE NOT (SELECT s.short FROM vec_short s)
+    UNION ALL
+    SELECT a.id FROM ({whole}) a WHERE (SELECT s.short FROM vec_short s)
+),"""
+
+
+def _quantized_scan(args: SearchPersonalMemoryArgs, plan: _Plan) -> sql.Composed:
+    """The vector leg of _QUANTIZED_SCAN, its candidates found through _SAMPLED_CUT for a scope read from the index
+    alone (``plan.sampled``)."""
+    filters = _vector_filters(args)  # message_bits is one table, the owner a parameter
+
+    def nearest(below: sql.Composable) -> sql.Composed:
+        return sql.SQL(_NEAREST_BITS).format(
+            filters=filters, below=below, distance=_BITS_DISTANCE, **plan.literals
+        )
+
+    if not plan.sampled:
+        return sql.SQL(_QUANTIZED_SCAN).format(nearest=nearest(sql.SQL("")), **plan.literals)
+    cut = sql.SQL(_SAMPLED_CUT).format(
+        filters=filters,
+        distance=_BITS_DISTANCE,
+        near=nearest(_WITHIN_CUT),
+        whole=nearest(sql.SQL("")),
+        sample_mask=sql.Literal(QUANTIZED_SAMPLE - 1),
+        **plan.literals,
+    )
+    return cut + sql.SQL(_QUANTIZED_SCAN).format(
+        nearest=sql.SQL("SELECT c.id FROM vec_cand c"), **plan.literals
+    )
+
 
 # A project search whose matching projects have graphs of their own (migration 155: a partial HNSW index of
 # message_vectors per large (owner, project)) walks each of those graphs for its nearest rows, and reads the rest
@@ -557,11 +623,11 @@ def _fused_messages(args: SearchPersonalMemoryArgs, plan: _Plan) -> sql.Composed
     if plan.vector:
         if plan.scan == "graph":
             scan = _graph_scan(args, plan)
-        else:
-            # message_bits is one table, the owner a parameter; message_vectors is read with the owner a constant
-            owner = None if plan.scan == "quantized" else _partition_filter(plan)
-            shape = {"hnsw": _HNSW_SCAN, "exact": _EXACT_SCAN, "quantized": _QUANTIZED_SCAN}[plan.scan]
-            filters = _vector_filters(args, owner)
+        elif plan.scan == "quantized":
+            scan = _quantized_scan(args, plan)
+        else:  # message_vectors is read with the owner a constant
+            shape = {"hnsw": _HNSW_SCAN, "exact": _EXACT_SCAN}[plan.scan]
+            filters = _vector_filters(args, _partition_filter(plan))
             if plan.since is not None:
                 # the graph's own predicate, as a literal: the generic plan proves it and walks that graph
                 filters += sql.SQL(" AND m.ts >= {since}::timestamptz").format(since=_written(plan.since))
@@ -777,6 +843,15 @@ def quantized_candidates(vec_depth: int) -> int:
     return min(QUANTIZED_CANDIDATES * vec_depth, QUANTIZED_CANDIDATES_MAX)
 
 
+def quantized_sample_rank(candidates: int) -> int:
+    """How many of the nearest sampled rows lie within a quantized scan's cut (migration 200): the sample's share
+    of ``candidates`` times :data:`QUANTIZED_SAMPLE_MARGIN`. With a margin of 2, at 100k messages the cut of a
+    week, a month and a platform (7,800-15,000 rows, 500 candidates) held 750-1,420 rows for each of the bench's
+    48 queries (with 1.5, as few as 456: the whole scope sorted again); with 1, fewer than the candidates for a
+    third of them (docs/search.md, "Scopes between: a quantized scan")."""
+    return -(-QUANTIZED_SAMPLE_MARGIN * candidates // QUANTIZED_SAMPLE)
+
+
 _OWNER_GRAPH_ROWS = sql.SQL("k.all_rows")  # the owner's messages of every tier (:func:`_counts`): its graph's
 
 
@@ -979,7 +1054,11 @@ def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int, floor: flo
         # could find nothing, so the query is not embedded (on a new home that would first prepare the model,
         # ~20 s); a search by meaning alone then runs no leg at all.
         return _Plan(params=params, literals=literals, lexical=lexical, vector=False, stored=stored)
-    literals["candidates"] = sql.Literal(quantized_candidates(vec_depth))
+    candidates = quantized_candidates(vec_depth)
+    literals["candidates"] = sql.Literal(candidates)
+    literals["sample_rank"] = sql.Literal(quantized_sample_rank(candidates))
+    # a window's or a platform's scope is read from the index alone, a project's from the table
+    index_only = filtered and args.project is None
     scan = vector_scan(
         int(rows[0]["scope_rows"]),
         share * float(rows[0]["owner_rows"]),
@@ -990,8 +1069,7 @@ def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int, floor: flo
         int(rows[0]["ef_search"]),
         len(rows[0]["graphs"]),
         int(rows[0]["graph_rows"]),
-        # index_only: a window's or a platform's scope is read from the index alone, a project's from the table
-        filtered and args.project is None,
+        index_only,
     )
     graphs = tuple(rows[0]["graphs"]) if scan == "graph" else ()
     since = rows[0]["since"] if scan == "hnsw" else None
@@ -1016,6 +1094,7 @@ def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int, floor: flo
         scan=scan,
         graphs=graphs,
         since=since,
+        sampled=index_only,
     )
 
 

@@ -880,10 +880,16 @@ def test_a_scope_is_read_through_its_index(
                     read = re.findall(r"message_vectors_([0-9a-f]{8,})", plan)
                     assert all(digest.startswith(part) for part in read), (filters, plan)
                     if scan == "quantized":
-                        assert "FROM ghostmem.message_bits m" in text and index in vec_scan, (
-                            filters,
-                            vec_scan,
-                        )
+                        # a window's or a platform's cut from its sample (migration 200), the rows within it
+                        # from the covering index; the owner's whole store and a project sorted whole
+                        sampled = "days" in filters or "platform" in filters
+                        bits = plan.split("CTE vec_scan", 1)[0] if sampled else vec_scan
+                        assert "FROM ghostmem.message_bits m" in text and index in bits, (filters, plan)
+                        assert ("vec_cut" in text) == sampled, (filters, text)
+                        if sampled:
+                            sample = index.replace("Index Only Scan using ", "") + "_sample"
+                            assert f"Index Only Scan using {sample} " in bits, (filters, plan)
+                            assert f"{index} " in bits.split("CTE vec_near", 1)[1], (filters, plan)
                         assert f"{named['message_vectors_pkey']}" in vec_scan, vec_scan  # the candidates
             # the titled conversation's bits through the conversation index, with the project's
             assert "message_bits_owner_conv" in vec_scan and "BitmapOr" in vec_scan, vec_scan
@@ -988,6 +994,96 @@ def test_the_exact_and_quantized_scans_find_the_nearest_messages(
             for row, (_, distance) in zip(rows, expected, strict=True):
                 assert abs(row["vec_dist"] - distance) < 1e-3, (filters, scan)
                 assert true[row["id"]] <= expected[-1][1] + 1e-3, (filters, scan)
+
+
+def _bits_scans(node: dict[str, Any]) -> Iterator[int]:
+    """The loops of every scan of the quantized bits under ``node`` of an ``EXPLAIN (ANALYZE, FORMAT JSON)``, in
+    the plan's order (0: never run)."""
+    if node.get("Relation Name") == "message_bits":
+        yield int(node["Actual Loops"])
+    for child in node.get("Plans", []):
+        yield from _bits_scans(child)
+
+
+def test_a_quantized_scan_sorts_only_the_rows_within_its_samples_cut(
+    gm: GhostMem, owner: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A time window's or a platform's quantized scan (migration 200) takes its cut from the scope's sample (the
+    rows whose id hashes to 0 modulo 16) and sorts only the rows within it: its candidates are still the scope's
+    nearest by Hamming distance, ties by id, so the leg returns what a direct computation over every compact
+    vector of the scope gives, whether the cut holds enough rows (the whole sort never runs), too few (it runs
+    instead) or there is none (a sample smaller than the cut's rank). Another owner's messages, copies of the query
+    (Hamming distance 0) in the same window and on the same platform, neither come back nor narrow the cut."""
+
+    def text(i: int) -> str:  # a query word or none and others: Hamming distances 1-6 from the query's bits
+        return " ".join(["deploy"] * (i % 2) + [f"w{i % 37}", f"x{i % 11}", f"y{i % 7}", f"z{i}"])
+
+    convs = [
+        conversation(f"c{i}", f"talk {i}", i % 20, [text(i), text(i + 500), text(i + 900)])
+        for i in range(160)
+    ]
+    import_generic(gm, tmp_path / "mine.jsonl", convs)
+    query = "deploy plan"
+    with GhostMem(dsn=gm.dsn, owner=f"{owner}-mallory", embedder=HashEmbedder()) as mallory:
+        hers = [conversation(f"m{i}", "mine", i % 20, [query, query, query]) for i in range(80)]
+        import_generic(mallory, tmp_path / "hers.jsonl", hers)
+    with gm.connection() as conn:
+        for who in (owner, f"{owner}-mallory"):  # half of each owner's conversations on another platform
+            conn.execute(
+                "UPDATE ghostmem.messages SET platform = 'codex' WHERE owner = %s AND conv_id ~ '[13579]$'",
+                (who,),
+            )
+    qvec = db.vector(gm.embedder.embed_query(query))
+    monkeypatch.setattr(search, "vector_scan", lambda *_: "quantized")
+    for filters, where in (
+        ({"days": 30}, "v.ts >= now() - interval '30 days'"),
+        ({"platform": "codex"}, "v.platform = 'codex'"),
+        ({"platform": "codex", "days": 10}, "v.platform = 'codex' AND v.ts >= now() - interval '10 days'"),
+    ):
+        # 20 or 200 candidates of the scope's 240-480 rows (10 rows asked), the cut at the sample's share of them,
+        # at its nearest row, past its last
+        for per_row, margin, path in ((2, 2, "cut"), (20, 0, "whole"), (2, 1000, "no cut")):
+            monkeypatch.setattr(search, "QUANTIZED_CANDIDATES", per_row)
+            monkeypatch.setattr(search, "QUANTIZED_SAMPLE_MARGIN", margin)
+            candidates = search.quantized_candidates(10)
+            rank = search.quantized_sample_rank(candidates)
+            args = SearchPersonalMemoryArgs(query=query, mode="vector", limit=2, **filters)
+            seen: list[tuple[str, Any]] = []
+            with gm.connection() as conn:
+                program = recording(search_messages(gm.context, args, depth=10, floor=-1), conn, seen)
+                rows = sorted(run_sync(program, conn, gm.embedder), key=lambda r: r["vec_rank"])
+                (plan,) = conn.execute(
+                    f"EXPLAIN (ANALYZE, FORMAT JSON) {seen[-1][0]}".encode(), seen[-1][1]
+                ).fetchone() or [None]
+                conn.execute("SET LOCAL enable_indexscan = off")
+                conn.execute("SET LOCAL enable_indexonlyscan = off")
+                conn.execute("SET LOCAL enable_bitmapscan = off")
+                conn.execute("SET LOCAL enable_seqscan = on")
+                direct = f"""
+                    SELECT v.id, binary_quantize(v.embedding) <~> binary_quantize(%(q)s::halfvec) AS d,
+                           (hashint8(v.id) & 15) = 0 AS sampled
+                    FROM ghostmem.message_vectors v WHERE v.owner = %(owner)s AND {where}"""
+                scope = conn.execute(direct + " ORDER BY 2, 1", {"q": qvec, "owner": owner}).fetchall()
+                nearest = [r[0] for r in scope[:candidates]]
+                expected = [
+                    r[0]
+                    for r in conn.execute(
+                        "SELECT id FROM ghostmem.message_vectors WHERE owner = %s AND id = ANY(%s)"
+                        " ORDER BY cosine_distance(embedding, %s::halfvec), id LIMIT 10",
+                        (owner, nearest, qvec),
+                    )
+                ]
+            sample = [d for _, d, sampled in scope if sampled]
+            within = sum(d <= sample[rank] for _, d, _ in scope) if rank < len(sample) else None
+            # each path is the one this case takes
+            assert {
+                "cut": within is not None and within >= candidates,
+                "whole": within is not None and within < candidates,
+                "no cut": within is None,
+            }[path], (filters, path, within, len(sample))
+            assert [r["id"] for r in rows] == expected, (filters, path)
+            # the sample, the rows within its cut, and the whole scope sorted only when they are too few
+            assert list(_bits_scans(plan[0]["Plan"])) == [1, 1, int(path == "whole")], (filters, path, plan)
 
 
 def test_an_owners_word_fetches_read_only_its_own_entries(server_dsn: str, tmp_path: Path) -> None:
