@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import psycopg
 import pytest
 from ghostmem import GhostMem, HashEmbedder, db, maintenance, search
@@ -642,6 +643,32 @@ def test_the_vector_leg_chooses_the_cheapest_scan() -> None:
     assert vector_scan(5_000, 0, 100_000, 50, ef) == "quantized"
 
 
+def test_the_querys_planes_give_its_dot_product_with_a_rows_signs() -> None:
+    """query_planes: the first plane is the query's signs (binary_quantize's bits); the weighted planes as ±1
+    vectors come closer to the query with each plane; and Σ w_b · (n − 2 · hamming(plane_b, bits)), what
+    _PLANE_DISTANCE ranks by, is their dot product with the row's signs, exactly."""
+    rng = np.random.default_rng(7)
+    for _ in range(20):
+        query = rng.normal(size=384).astype(np.float32)
+        planes = search.query_planes(query)
+        signs = [np.array([1.0 if c == "1" else -1.0 for c in str(planes[f"plane{b}"])]) for b in range(3)]
+        weights = [float(planes[f"weight{b}"]) for b in range(3)]
+        assert str(planes["plane0"]) == "".join("1" if x > 0 else "0" for x in query)
+        errors = [
+            np.linalg.norm(query - sum(w * s for w, s in zip(weights[:n], signs[:n], strict=True)))
+            for n in (1, 2, 3)
+        ]
+        assert errors[0] > errors[1] > errors[2], errors
+        row = rng.normal(size=384) > 0
+        bits = "".join("1" if x else "0" for x in row)
+        by_planes = sum(
+            w * (384 - 2 * sum(a != b for a, b in zip(str(planes[f"plane{i}"]), bits, strict=True)))
+            for i, w in enumerate(weights)
+        )
+        approx = sum(w * s for w, s in zip(weights, signs, strict=True))
+        assert by_planes == pytest.approx(float(approx @ np.where(row, 1.0, -1.0)), rel=1e-9)
+
+
 def test_a_scope_read_from_its_index_is_quantized_against_the_walk() -> None:
     """A time window's or a platform's quantized scan reads the index alone (migration 164) and costs
     QUANTIZED_INDEX_ROW_COST a row against the HNSW walk; a project's reads the table (QUANTIZED_ROW_COST). The cases
@@ -1010,10 +1037,11 @@ def test_a_quantized_scan_sorts_only_the_rows_within_its_samples_cut(
 ) -> None:
     """A time window's or a platform's quantized scan (migration 200) takes its cut from the scope's sample (the
     rows whose id hashes to 0 modulo 16) and sorts only the rows within it: its candidates are still the scope's
-    nearest by Hamming distance, ties by id, so the leg returns what a direct computation over every compact
-    vector of the scope gives, whether the cut holds enough rows (the whole sort never runs), too few (it runs
-    instead) or there is none (a sample smaller than the cut's rank). Another owner's messages, copies of the query
-    (Hamming distance 0) in the same window and on the same platform, neither come back nor narrow the cut."""
+    nearest by Hamming distance, ties by id, and of those the ones nearest by the query's planes (query_planes) are
+    ranked again, so the leg returns what a direct computation over every compact vector of the scope gives,
+    whether the cut holds enough rows (the whole sort never runs), too few (it runs instead) or there is none (a
+    sample smaller than the cut's rank). Another owner's messages, copies of the query (Hamming distance 0) in the
+    same window and on the same platform, neither come back nor narrow the cut."""
 
     def text(i: int) -> str:  # a query word or none and others: Hamming distances 1-6 from the query's bits
         return " ".join(["deploy"] * (i % 2) + [f"w{i % 37}", f"x{i % 11}", f"y{i % 7}", f"z{i}"])
@@ -1035,6 +1063,16 @@ def test_a_quantized_scan_sorts_only_the_rows_within_its_samples_cut(
             )
     qvec = db.vector(gm.embedder.embed_query(query))
     monkeypatch.setattr(search, "vector_scan", lambda *_: "quantized")
+    monkeypatch.setattr(search, "QUANTIZED_RERANKED", 1)  # 10 of the candidates ranked again (10 rows asked)
+    planes = search.query_planes(qvec)
+
+    def plane_distance(bits: str) -> float:  # as _PLANE_DISTANCE adds them up
+        total = 0.0
+        for b in range(search.QUANTIZED_PLANES):
+            plane, weight = str(planes[f"plane{b}"]), float(planes[f"weight{b}"])
+            total += sum(x != y for x, y in zip(plane, bits, strict=True)) * weight
+        return total
+
     for filters, where in (
         ({"days": 30}, "v.ts >= now() - interval '30 days'"),
         ({"platform": "codex"}, "v.platform = 'codex'"),
@@ -1061,20 +1099,20 @@ def test_a_quantized_scan_sorts_only_the_rows_within_its_samples_cut(
                 conn.execute("SET LOCAL enable_seqscan = on")
                 direct = f"""
                     SELECT v.id, binary_quantize(v.embedding) <~> binary_quantize(%(q)s::halfvec) AS d,
-                           (hashint8(v.id) & 15) = 0 AS sampled
+                           (hashint8(v.id) & 15) = 0 AS sampled, binary_quantize(v.embedding)::text AS bits
                     FROM ghostmem.message_vectors v WHERE v.owner = %(owner)s AND {where}"""
                 scope = conn.execute(direct + " ORDER BY 2, 1", {"q": qvec, "owner": owner}).fetchall()
-                nearest = [r[0] for r in scope[:candidates]]
+                nearest = sorted(scope[:candidates], key=lambda r: (plane_distance(r[3]), r[0]))[:10]
                 expected = [
                     r[0]
                     for r in conn.execute(
                         "SELECT id FROM ghostmem.message_vectors WHERE owner = %s AND id = ANY(%s)"
                         " ORDER BY cosine_distance(embedding, %s::halfvec), id LIMIT 10",
-                        (owner, nearest, qvec),
+                        (owner, [r[0] for r in nearest], qvec),
                     )
                 ]
-            sample = [d for _, d, sampled in scope if sampled]
-            within = sum(d <= sample[rank] for _, d, _ in scope) if rank < len(sample) else None
+            sample = [d for _, d, sampled, _ in scope if sampled]
+            within = sum(d <= sample[rank] for _, d, _, _ in scope) if rank < len(sample) else None
             # each path is the one this case takes
             assert {
                 "cut": within is not None and within >= candidates,
