@@ -73,7 +73,7 @@ WIDE_FILTER_SHARE = 0.05  # filters keeping at least this share of the owner's m
 WIDE_VECTOR_PER_HIT = 2  # ... and the vector leg gives this many per requested conversation ...
 WIDE_VECTOR_DEPTH_MIN = 20  # ... and at least this many
 HNSW_EF_SEARCH = 100  # candidates an HNSW search keeps (pgvector's default is 40)
-PROJECT_GRAPH_EF_SEARCH = 200  # ... and a walk of a project's own graph (migration 155)
+PROJECT_GRAPH_EF_SEARCH = 100  # ... and a walk of a project's own graph (migration 155; 200 until session 28)
 # Candidates the vector leg's walk of an owner's graph keeps (hnsw.ef_search; migration 163: a graph of the owner's
 # own): MESSAGE_EF_SEARCH for a graph of up to MESSAGE_EF_ROWS messages, and MESSAGE_EF_PER_DECADE more for each
 # tenfold beyond, so 200 at a million (see message_ef_search).
@@ -955,10 +955,10 @@ def vector_scan(
     A project search whose scope holds ``graphs`` projects with a graph of their own (migration 155), ``graph_rows``
     rows in all, may walk those instead: each walk passes over about ``max(ef_search, vec_depth)`` rows (every row of
     the graph is the project's), each costing about as much as :data:`EXACT_ROWS_PER_HNSW_ROW` rows of an exact
-    scan, and the rest of the scope is read exactly: with :data:`PROJECT_GRAPH_EF_SEARCH`, 5,000 rows per graph,
-    the size past which migration 155 builds one (at 100k messages the walk of a 4,000-row project's graph cost a
-    little more than reading it; at 1M a 31,000-row project's about half as much as its quantized scan:
-    docs/search.md, "A graph of each large project's own").
+    scan, and the rest of the scope is read exactly: with :data:`PROJECT_GRAPH_EF_SEARCH`, 2,500 rows per graph,
+    half the size past which migration 155 builds one (at 100k messages the walk of a 4,000-row project's graph at
+    ``ef_search`` 200 cost a little more than reading it; at 1M a 31,000-row project's about half as much as its
+    quantized scan, and at 100 candidates 1.16x less again: docs/search.md, "A graph of each large project's own").
     """
     passed_over = max(ef_search, vec_depth * max(owner_graph_rows, kept_rows, 1.0) / max(kept_rows, 1.0))
     rerank = RERANK_ROW_COST * min(scope_rows, quantized_candidates(vec_depth))

@@ -135,7 +135,7 @@ def test_the_search_walks_a_graph_only_when_it_exists(
     store: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The cost model hears of a project's graph when it has one (and picks it for a project of the bench's
-    million-message store, 31,000 rows; not below 5,000, which reading costs less than a walk), and the statement
+    million-message store, 31,000 rows, and of 6,000; a scope of 2,000 costs less to read than a walk), and the statement
     walks it; a small project without one, the
     graphs dropped (as `ghostmem reembed` does first), a time window or a platform within the project (their
     filters would make the walk pass over what they leave out) get no graph to walk."""
@@ -144,7 +144,7 @@ def test_the_search_walks_a_graph_only_when_it_exists(
     assert search.vector_scan(31_500, 31_500, 1_010_845, 50, ef, 1, 31_000) == "graph"  # and a titled few
     assert search.vector_scan(31_000, 31_000, 1_010_845, 50, ef) == "quantized"  # no graph: as before
     assert search.vector_scan(6_000, 6_000, 100_000, 50, ef, 1, 6_000) == "graph"
-    assert search.vector_scan(4_000, 4_000, 100_000, 50, ef, 1, 4_000) == "exact"  # smaller than a walk
+    assert search.vector_scan(2_000, 2_000, 100_000, 50, ef, 1, 2_000) == "exact"  # smaller than a walk
     assert search.vector_scan(40_000, 40_000, 1_010_845, 50, ef, 20, 40_000) == "quantized"  # 20 small ones
     heard: list[tuple[int, int]] = []
     choose = search.vector_scan
