@@ -1105,12 +1105,11 @@ def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int, floor: flo
     literals["reranked"] = sql.Literal(min(candidates, QUANTIZED_RERANKED * vec_depth))
     # a window's or a platform's scope is read from the index alone, a project's from the table
     index_only = filtered and args.project is None
+    # owner_graph_rows: the rows of the graph a walk takes, the owner's (every tier) or its recent messages'
     scan = vector_scan(
         int(rows[0]["scope_rows"]),
         share * float(rows[0]["owner_rows"]),
-        float(
-            rows[0]["owner_graph_rows"]
-        ),  # the graph a walk takes: the owner's (every tier) or its recent one
+        float(rows[0]["owner_graph_rows"]),
         vec_depth,
         int(rows[0]["ef_search"]),
         len(rows[0]["graphs"]),
@@ -1122,7 +1121,8 @@ def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int, floor: flo
     params["ungraphed"] = [p for p in params["projects"] or [] if p not in graphs]
     dense_query = strip_names(args.query, params["speakers"])
     params["qvec"] = yield Embed(dense_query)
-    params.update(query_planes(params["qvec"]) if scan == "quantized" else {})
+    if scan == "quantized":
+        params.update(query_planes(params["qvec"]))
     params["vector_weight"] = weight = vector_weight(args.query)
     # The fusion's scores (they order the messages; `explain` shows a hit's) are divided by the best a message can
     # get (first in every leg that counts, and the speaker bonus): 1 = ranked first by words and by meaning. The
