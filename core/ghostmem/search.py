@@ -191,7 +191,7 @@ class _Plan:
 
 # A project is a case-insensitive substring of the message's project or of its conversation's title. An OR with a
 # sub-select keeps this a (hashed) filter of the scan instead of a join after it; the conversations whose title
-# matches are found once per statement (_TITLED), not once per leg.
+# matches are found once per search, by the plan statement (_TITLED_ROWS), and handed to the statement (_TITLED).
 _PROJECT_FILTER = sql.SQL("(m.project ILIKE %(project)s OR m.conv_id IN (SELECT t.conv_id FROM titled t))")
 # The same rows for an exact scan of ghostmem.message_vectors: the owner's projects that match, listed from the
 # counts of migration 092 (``%(projects)s``), and the titled conversations, each an index condition (owner, tier,
@@ -216,10 +216,11 @@ def _scope_filters(
     return parts
 
 
+# The conversations whose title matches a project filter, found by the plan statement (_TITLED_ROWS) and bound as
+# ``%(titled)s``: the trigram search of the titles ran in both statements (0.5 ms each at a million messages).
 _TITLED = """
 titled AS MATERIALIZED (
-    SELECT c.conv_id FROM ghostmem.conversations c
-    WHERE c.owner = %(owner)s AND c.tier = ANY(%(tiers)s) AND c.title ILIKE %(project)s
+    SELECT t.conv_id FROM unnest(%(titled)s::text[]) AS t(conv_id)
 )"""
 
 
@@ -843,10 +844,7 @@ def _scope_rows(args: SearchPersonalMemoryArgs) -> sql.Composable:
     092's counts and the conversations' message counts, which also count messages without a vector: an upper
     bound, except a platform within a window, which is an estimate; each is 0 only when nothing is in scope."""
     if args.project is not None:
-        return sql.SQL(
-            "(k.project_rows + (SELECT coalesce(sum(c.msg_count), 0) FROM ghostmem.conversations c"
-            " WHERE c.owner = p.owner AND c.tier = ANY(p.tiers) AND c.title ILIKE p.project))"
-        )
+        return sql.SQL("(k.project_rows + t.rows)")
     if args.platform is not None:
         if args.days is None:
             return sql.SQL("k.platform_rows")
@@ -895,6 +893,22 @@ def quantized_sample_rank(candidates: int) -> int:
     48 queries (with 1.5, as few as 456: the whole scope sorted again); with 1, fewer than the candidates for a
     third of them (docs/search.md, "Scopes between: a quantized scan")."""
     return -(-QUANTIZED_SAMPLE_MARGIN * candidates // QUANTIZED_SAMPLE)
+
+
+# The row ``t`` of a project filter's titled conversations (the owner's of the searched tiers whose title matches):
+# their ids (``ids``, for _TITLED) and their messages (``rows``, for :func:`_scope_rows`), one trigram search.
+_TITLED_ROWS = sql.SQL(
+    " CROSS JOIN LATERAL (SELECT coalesce(sum(c.msg_count), 0) AS rows,"
+    " coalesce(array_agg(c.conv_id), ARRAY[]::text[]) AS ids FROM ghostmem.conversations c"
+    " WHERE c.owner = p.owner AND c.tier = ANY(p.tiers) AND c.title ILIKE p.project) t"
+)
+
+
+def _titled(args: SearchPersonalMemoryArgs) -> tuple[sql.Composable, sql.Composable]:
+    """The plan statement's ``titled`` column and the row it reads (:data:`_TITLED_ROWS`), with a project filter."""
+    if args.project is None:
+        return sql.SQL("NULL::text[]"), sql.SQL("")
+    return sql.SQL("t.ids"), _TITLED_ROWS
 
 
 _OWNER_GRAPH_ROWS = sql.SQL("k.all_rows")  # the owner's messages of every tier (:func:`_counts`): its graph's
@@ -1035,14 +1049,18 @@ def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int, floor: flo
         " set_config('max_parallel_workers_per_gather', '0', true) AS parallel, {jit} AS jit"
     ).format(jit=NO_JIT)
     setting_params = {"max_scan": str(HNSW_MAX_SCAN_TUPLES)}
+    titled, titled_rows = _titled(args)
     if not vector:
         rows = yield Query(
-            sql.SQL("SELECT {settings}, {owner_rows} AS owner_rows FROM {values}").format(
-                settings=settings, owner_rows=_OWNER_ROWS, values=_SEARCH_VALUES
+            sql.SQL(
+                "SELECT {settings}, {owner_rows} AS owner_rows, {titled} AS titled FROM {values}{t}"
+            ).format(
+                settings=settings, owner_rows=_OWNER_ROWS, titled=titled, values=_SEARCH_VALUES, t=titled_rows
             ),
             {**setting_params, **params, "names": None},
         )
         stored = bool(rows[0]["owner_rows"])
+        params["titled"] = rows[0]["titled"]
         return _Plan(params=params, literals=literals, lexical=lexical, vector=vector, stored=stored)
     # The graph an HNSW walk would take: the owner's recent messages' when the time window is within them (migration
     # 210), else the owner's whole graph (163).
@@ -1059,8 +1077,9 @@ def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int, floor: flo
                               WHERE m.owner = p.owner AND lower(m.speaker) = n.name AND m.speaker IS NOT NULL
                                 AND m.tier = ANY(p.tiers))
             ) AS speakers, {share} AS share, k.owner_rows, {scope_rows} AS scope_rows, {projects} AS projects,
-            {graphs} AS graphs, {graph_rows} AS graph_rows, {walked_rows} AS owner_graph_rows, {since} AS since
-            FROM {values} CROSS JOIN LATERAL {counts}{window}
+            {graphs} AS graphs, {graph_rows} AS graph_rows, {walked_rows} AS owner_graph_rows, {since} AS since,
+            {titled} AS titled
+            FROM {values} CROSS JOIN LATERAL {counts}{window}{titled_rows}
             """
         ).format(
             settings=settings,
@@ -1082,6 +1101,8 @@ def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int, floor: flo
             window=sql.SQL(" CROSS JOIN LATERAL {window}").format(window=_WINDOW)
             if args.days is not None
             else sql.SQL(""),
+            titled=titled,
+            titled_rows=titled_rows,
         ),
         {**setting_params, **params, "names": _speaker_candidates(args.query)},
     )
@@ -1089,6 +1110,7 @@ def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int, floor: flo
     params["speakers"] = list(rows[0]["speakers"])
     params["mentions_time"] = MENTIONS_TIME if ASKS_WHEN.search(args.query) else None
     params["projects"] = rows[0]["projects"]
+    params["titled"] = rows[0]["titled"]
     # The vector leg alone (mode=vector) fills the results by itself: it is as deep as under a narrow filter. A
     # store without counted messages (share NULL) counts as narrow too: its scan is short anyway.
     share = float(rows[0]["share"] or 0.0)

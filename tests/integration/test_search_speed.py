@@ -347,7 +347,7 @@ def test_the_plan_statement_reads_each_count_once_and_sums_what_each_filter_asks
             "SELECT tier, platform, project, n FROM ghostmem.message_counts WHERE owner = %s", (gm.owner,)
         ).fetchall()
         titles = conn.execute(
-            "SELECT tier, title, msg_count FROM ghostmem.conversations WHERE owner = %s", (gm.owner,)
+            "SELECT tier, title, msg_count, conv_id FROM ghostmem.conversations WHERE owner = %s", (gm.owner,)
         ).fetchall()
     filters: list[dict[str, Any]] = [
         {},
@@ -379,11 +379,17 @@ def test_the_plan_statement_reads_each_count_once_and_sums_what_each_filter_asks
         # each table read once (a scan "on" the table itself, not its index)
         assert len(re.findall(r" on message_counts(?!\w)", plan_text)) == 1, (given, plan_text)
         assert len(re.findall(r" on message_days(?!\w)", plan_text)) == ("days" in given), (given, plan_text)
+        # the titles searched once, for a project (the statement gets the ids: "titled")
+        assert len(re.findall(r" on conversations(?!\w)", plan_text)) == ("project" in given), (
+            given,
+            plan_text,
+        )
         assert plan is not None and window is not None
         got = {
             k: plan[k]
             for k in ("owner_rows", "scope_rows", "projects", "owner_graph_rows", "graphs", "graph_rows")
         }
+        got["titled"] = sorted(plan["titled"]) if plan["titled"] is not None else None
         expected = _expected_plan(given, counts, titles, int(window[0]))
         assert math.isclose(plan["share"], expected.pop("share"), rel_tol=1e-12), given
         assert got == expected, given
@@ -411,9 +417,9 @@ def _expected_plan(
     share = kept / owner_rows if given else 1.0
     if "days" in given:
         share = share * window / owner_rows
+    titled = [(n, conv_id) for tier, title, n, conv_id in titles if tier == "personal" and matched(title)]
     if project is not None:
-        titled = sum(n for tier, title, n in titles if tier == "personal" and matched(title))
-        scope = sum(n for _, name, n in mine if matched(name)) + titled
+        scope = sum(n for _, name, n in mine if matched(name)) + sum(n for n, _ in titled)
     elif "platform" in given:
         scope = platform_rows if "days" not in given else math.ceil(platform_rows * window / owner_rows)
     else:
@@ -426,6 +432,7 @@ def _expected_plan(
         "owner_graph_rows": sum(row[3] for row in counts),
         "graphs": [],
         "graph_rows": 0,
+        "titled": sorted(conv_id for _, conv_id in titled) if project is not None else None,
     }
 
 
@@ -1180,6 +1187,45 @@ def test_owners_named_alike_or_with_quotes_keep_their_own_words(pg_dsn: str, tmp
             assert [
                 r.conv_id for r in gm.search_personal_memory("quarterly ledger", mode="lexical").data.rows
             ] == [f"c{i}"]
+
+
+def test_the_titles_are_searched_once_and_only_the_owners_conversations_of_a_title_come_back(
+    gm: GhostMem, owner: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A project filter's titled conversations are found by the plan statement (one trigram search of the titles)
+    and handed to the search statement as ids, which never reads the titles itself. The ids are the owner's: another
+    owner's conversation of the same id whose title matches brings back neither its messages nor the owner's
+    conversation of that id (whose title and project do not match), in every mode and whichever scan the vector
+    leg takes; the owner's own titled conversation comes back."""
+    said = ["deploy plan for the release", "the deploy plan is ready"]
+    mine = [
+        conversation("twin", "plain talk", 1, said, "/src/other"),
+        conversation("mine", "Kestrel review", 2, said, "/src/other"),
+        *[conversation(f"c{i}", f"talk {i}", 1 + i, said, "/src/other") for i in range(6)],
+    ]
+    import_generic(gm, tmp_path / "mine.jsonl", mine)
+    with GhostMem(dsn=gm.dsn, owner=f"{owner}-mallory", embedder=HashEmbedder()) as mallory:
+        hers = [conversation("twin", "kestrel plans", 1, said, "/src/kestrel-not")]
+        import_generic(mallory, tmp_path / "hers.jsonl", hers)
+    for scan in ("exact", "quantized", "hnsw"):
+        monkeypatch.setattr(search, "vector_scan", lambda *_, scan=scan: scan)
+        for mode in ("lexical", "hybrid", "vector"):
+            args = SearchPersonalMemoryArgs(query="deploy plan", project="kestrel", mode=mode, limit=20)
+            seen: list[tuple[str, Any]] = []
+            with gm.connection() as conn:
+                result = run_sync(
+                    recording(search_personal_memory(gm.context, args), conn, seen), conn, gm.embedder
+                )
+                # (an EXPLAIN's text run more than five times would be prepared: the plan statement's once a mode)
+                plans = [
+                    generic_plan(conn, text) if scan == "exact" or i else ""
+                    for i, (text, _) in enumerate(seen)
+                ]
+            assert [r.conv_id for r in result.rows] == ["mine"], (scan, mode)
+            assert seen[0][1]["owner"] == gm.owner and len(seen) == 2
+            assert scan != "exact" or "title ~~*" in plans[0], plans[0]  # the one search of the titles
+            assert "title ~~*" not in plans[1] and "title_trgm" not in plans[1], (scan, mode, plans[1])
+            assert "title ILIKE" in seen[0][0] and "title ILIKE" not in seen[1][0], (scan, mode)
 
 
 def test_a_project_is_matched_literally_by_every_scan_and_leg(
