@@ -73,7 +73,9 @@ WIDE_FILTER_SHARE = 0.05  # filters keeping at least this share of the owner's m
 WIDE_VECTOR_PER_HIT = 2  # ... and the vector leg gives this many per requested conversation ...
 WIDE_VECTOR_DEPTH_MIN = 20  # ... and at least this many
 HNSW_EF_SEARCH = 100  # candidates an HNSW search keeps (pgvector's default is 40)
-PROJECT_GRAPH_EF_SEARCH = 100  # ... and a walk of a project's own graph (migration 155; 200 until session 28)
+# ... and a walk of a project's own graph (migration 155), never below the rows asked (200 until session 28, 100
+# until session 29)
+PROJECT_GRAPH_EF_SEARCH = 75
 # Candidates the vector leg's walk of an owner's graph keeps (hnsw.ef_search; migration 163: a graph of the owner's
 # own): MESSAGE_EF_SEARCH for a graph of up to MESSAGE_EF_ROWS messages, and MESSAGE_EF_PER_DECADE more for each
 # tenfold beyond, so 200 at a million (see message_ef_search).
@@ -969,10 +971,11 @@ def vector_scan(
     A project search whose scope holds ``graphs`` projects with a graph of their own (migration 155), ``graph_rows``
     rows in all, may walk those instead: each walk passes over about ``max(ef_search, vec_depth)`` rows (every row of
     the graph is the project's), each costing about as much as :data:`EXACT_ROWS_PER_HNSW_ROW` rows of an exact
-    scan, and the rest of the scope is read exactly: with :data:`PROJECT_GRAPH_EF_SEARCH`, 2,500 rows per graph,
-    half the size past which migration 155 builds one (at 100k messages the walk of a 4,000-row project's graph at
-    ``ef_search`` 200 cost a little more than reading it; at 1M a 31,000-row project's about half as much as its
-    quantized scan, and at 100 candidates 1.16x less again: docs/search.md, "A graph of each large project's own").
+    scan, and the rest of the scope is read exactly: with :data:`PROJECT_GRAPH_EF_SEARCH`, 1,875 rows per graph,
+    well below the size past which migration 155 builds one (at 100k messages the walk of a 4,000-row project's
+    graph at ``ef_search`` 200 cost a little more than reading it; at 1M a 31,000-row project's about half as much
+    as its quantized scan, at 100 candidates 1.16x less again and at 75 1.03x: docs/search.md, "A graph of each
+    large project's own").
     """
     passed_over = max(ef_search, vec_depth * max(owner_graph_rows, kept_rows, 1.0) / max(kept_rows, 1.0))
     rerank = RERANK_ROW_COST * min(scope_rows, quantized_candidates(vec_depth))
@@ -1083,8 +1086,12 @@ def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int, floor: flo
             """
         ).format(
             settings=settings,
-            # the vector leg's rows are never more than depth; a project filter alone may walk the project's graph
-            ef_search=sql.Literal(str(max(depth, PROJECT_GRAPH_EF_SEARCH)))
+            # a project filter alone walks a matching project's graph when there is one, keeping at least the rows a
+            # filtered leg asks at most (vector_depth of a narrow filter); without one, the search's depth
+            ef_search=sql.SQL("CASE WHEN k.graphs IS NULL THEN {depth} ELSE {walk} END").format(
+                depth=sql.Literal(str(depth)),
+                walk=sql.Literal(str(max(vector_depth(args.limit, depth, 0.0), PROJECT_GRAPH_EF_SEARCH))),
+            )
             if graphed
             else message_ef_search(depth, walked_rows),
             share=_filter_share(args) if filtered else sql.SQL("1::float8"),

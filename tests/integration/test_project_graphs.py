@@ -20,7 +20,7 @@ from ghostmem.args import SearchPersonalMemoryArgs
 from ghostmem.db import migrate as migrations
 from ghostmem.program import run_sync
 from ghostmem.records import MessageRecord
-from ghostmem.search import search_messages
+from ghostmem.search import search_messages, search_personal_memory
 from psycopg import sql
 from support.conversations import conversation, import_generic
 from support.databases import app_login, fresh_database, graph_store, vector_graphs
@@ -141,7 +141,7 @@ def test_the_search_walks_a_graph_only_when_it_exists(
     store: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The cost model hears of a project's graph when it has one (and picks it for a project of the bench's
-    million-message store, 31,000 rows, and of 6,000; a scope of 2,000 costs less to read than a walk), and the statement
+    million-message store, 31,000 rows, and of 6,000; a scope of 1,800 costs less to read than a walk), and the statement
     walks it; a small project without one, the
     graphs dropped (as `ghostmem reembed` does first), a time window or a platform within the project (their
     filters would make the walk pass over what they leave out) get no graph to walk."""
@@ -150,7 +150,7 @@ def test_the_search_walks_a_graph_only_when_it_exists(
     assert search.vector_scan(31_500, 31_500, 1_010_845, 50, ef, 1, 31_000) == "graph"  # and a titled few
     assert search.vector_scan(31_000, 31_000, 1_010_845, 50, ef) == "quantized"  # no graph: as before
     assert search.vector_scan(6_000, 6_000, 100_000, 50, ef, 1, 6_000) == "graph"
-    assert search.vector_scan(2_000, 2_000, 100_000, 50, ef, 1, 2_000) == "exact"  # smaller than a walk
+    assert search.vector_scan(1_800, 1_800, 100_000, 50, ef, 1, 1_800) == "exact"  # smaller than a walk
     assert search.vector_scan(40_000, 40_000, 1_010_845, 50, ef, 20, 40_000) == "quantized"  # 20 small ones
     heard: list[tuple[int, int]] = []
     choose = search.vector_scan
@@ -184,6 +184,31 @@ def test_the_search_walks_a_graph_only_when_it_exists(
             assert maintenance.build_project_graphs(conn, "ann") == 1
             assert maintenance.build_project_graphs(conn, "ann") == 0  # built once
         assert _walked(gm, *_search(gm, "alpha")[1:]) == {graph_name("ann", "alpha")}
+
+
+def test_a_project_walk_keeps_75_candidates_and_never_fewer_than_the_rows_it_asks(
+    store: str, tmp_path: Path
+) -> None:
+    """A project filter alone matching a project with a graph of its own sets hnsw.ef_search to
+    PROJECT_GRAPH_EF_SEARCH (75), or to the vector leg's rows when it asks more (a narrow filter's five per
+    requested conversation: 100 for 20, 150 for 30); each walk's LIMIT is at most that. Without a graph (a small
+    project) it stays the search's depth (100 up to 20 conversations, as before)."""
+    with GhostMem(dsn=store, owner="ann", embedder=HashEmbedder()) as gm:
+        import_generic(gm, tmp_path / "a.jsonl", _convs("alpha", 4, "a") + _convs("beta", 2, "b"))
+        cases = [("alpha", 10, "75"), ("alpha", 20, "100"), ("alpha", 30, "150"), ("beta", 10, "100")]
+        for project, limit, expected in cases:
+            for mode in ("hybrid", "vector"):
+                args = SearchPersonalMemoryArgs(query="deploy plan", mode=mode, project=project, limit=limit)
+                seen: list[tuple[str, Any]] = []
+                with gm.connection() as conn:
+                    run_sync(
+                        recording(search_personal_memory(gm.context, args), conn, seen), conn, gm.embedder
+                    )
+                    row = conn.execute("SHOW hnsw.ef_search").fetchone()
+                    conn.rollback()
+                assert row is not None and row[0] == expected, (project, limit, mode)
+                leg = seen[-1][0].split("vec_scan AS MATERIALIZED", 1)[1]
+                assert int(leg.split("LIMIT", 1)[1].split()[0]) <= int(expected), (project, limit, mode)
 
 
 def test_a_role_that_may_not_build_or_drop_the_graphs_cannot(
