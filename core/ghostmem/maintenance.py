@@ -193,7 +193,9 @@ def build_project_graphs(conn: Connection[Any], owner: str) -> int:
     """Give each of the owner's projects that has grown past the setting ``project_graph_rows`` its own graph
     (migration 155) and drop the graph of each that has fallen below it (migration 176), and give an owner of at
     least ``recent_graph_rows`` messages a graph of its last ``recent_graph_days`` days, replaced once its day is
-    twice that old (migration 210), in a transaction of its own; returns how many were built. Each build blocks writes of the owner's compact vectors (20-50 s per 31,000
+    twice that old (migration 210), and each platform holding at least ``platform_graph_rows`` and at most half of the
+    owner's messages a graph of its own, dropped outside those bounds (migration 230), in a transaction of its own;
+    returns how many were built. Each build blocks writes of the owner's compact vectors (20-50 s per 31,000
     rows), so it runs once per import or embedding, after its batches. A role that may not build them (an
     application's: the function is the schema owner's) skips it: the project is searched as before until the
     owner's next import or embedding builds it."""

@@ -183,6 +183,7 @@ class _Plan:
     scan: Scan = "hnsw"  # how the vector leg reads (vector_scan)
     graphs: tuple[str, ...] = ()  # the listed projects that have a graph of their own (migration 155)
     since: str | None = None  # an HNSW walk of the owner's recent messages' graph: its day (migration 210)
+    platform_graph: str | None = None  # an HNSW walk of the platform's graph: the platform (migration 230)
     sampled: bool = False  # a quantized scan's scope read from the index alone: cut by its sample (200)
 
     @property
@@ -651,8 +652,12 @@ def _fused_messages(args: SearchPersonalMemoryArgs, plan: _Plan) -> sql.Composed
         else:  # message_vectors is read with the owner a constant
             shape = {"hnsw": _HNSW_SCAN, "exact": _EXACT_SCAN}[plan.scan]
             filters = _vector_filters(args, _partition_filter(plan))
-            if plan.since is not None:
-                # the graph's own predicate, as a literal: the generic plan proves it and walks that graph
+            # the walked graph's own predicate, as a literal: the generic plan proves it and walks that graph
+            if plan.platform_graph is not None:
+                filters += sql.SQL(" AND m.platform = {platform}").format(
+                    platform=_written(plan.platform_graph)
+                )
+            elif plan.since is not None:
                 filters += sql.SQL(" AND m.ts >= {since}::timestamptz").format(since=_written(plan.since))
             scan = sql.SQL(shape).format(filters=filters, **plan.literals)
         legs += [scan, sql.SQL(_VECTOR_RANK)]
@@ -752,6 +757,10 @@ _OWNER_ROWS = sql.SQL(
 # A matching project (of the counts' row ``c``) that has a graph of its own (migration 155: its name is a digest of
 # the owner and the project, the catalog the only record of it).
 _GRAPHED = sql.SQL("to_regclass('ghostmem.' || ghostmem.project_graph_name(p.owner, c.project)) IS NOT NULL")
+# The searched platform has a graph of its own (migration 230: named like a project's graph, the catalog the only record).
+_PLATFORM_GRAPHED = sql.SQL(
+    "to_regclass('ghostmem.' || ghostmem.platform_graph_name(p.owner, p.platform)) IS NOT NULL"
+)
 
 
 def _counts(args: SearchPersonalMemoryArgs, graphed: bool) -> sql.Composed:
@@ -775,6 +784,11 @@ def _counts(args: SearchPersonalMemoryArgs, graphed: bool) -> sql.Composed:
         kept.append(sql.SQL("c.on_platform"))
         sums.append(
             sql.SQL("coalesce(sum(c.n) FILTER (WHERE c.counted AND c.on_platform), 0) AS platform_rows")
+        )
+        sums.append(
+            sql.SQL(
+                "CASE WHEN {graphed} THEN coalesce(sum(c.n) FILTER (WHERE c.on_platform), 0) END AS platform_graph_rows"
+            ).format(graphed=_PLATFORM_GRAPHED)
         )
     if args.project is not None:
         columns.append(sql.SQL("c.project, c.project ILIKE p.project AS matched"))
@@ -1065,10 +1079,17 @@ def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int, floor: flo
         stored = bool(rows[0]["owner_rows"])
         params["titled"] = rows[0]["titled"]
         return _Plan(params=params, literals=literals, lexical=lexical, vector=vector, stored=stored)
-    # The graph an HNSW walk would take: the owner's recent messages' when the time window is within them (migration
-    # 210), else the owner's whole graph (163).
+    # The graph an HNSW walk would take, the smallest that holds the scope: the owner's recent messages' when the
+    # time window is within them (migration 210), the platform's (230), else the owner's whole graph (163).
+    graph_rows: list[sql.Composable] = []
+    if args.days is not None:
+        graph_rows.append(sql.SQL("w.recent_rows"))
+    if args.platform is not None:
+        graph_rows.append(sql.SQL("k.platform_graph_rows"))
     walked_rows = (
-        sql.SQL("coalesce(w.recent_rows, k.all_rows)") if args.days is not None else _OWNER_GRAPH_ROWS
+        sql.SQL("least({rows}, k.all_rows)").format(rows=sql.SQL(", ").join(graph_rows))  # least skips NULLs
+        if graph_rows
+        else _OWNER_GRAPH_ROWS
     )
     # Speaker names the query mentions and how narrow its filters are (looked up in the same round trip).
     rows = yield Query(
@@ -1081,7 +1102,7 @@ def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int, floor: flo
                                 AND m.tier = ANY(p.tiers))
             ) AS speakers, {share} AS share, k.owner_rows, {scope_rows} AS scope_rows, {projects} AS projects,
             {graphs} AS graphs, {graph_rows} AS graph_rows, {walked_rows} AS owner_graph_rows, {since} AS since,
-            {titled} AS titled
+            {titled} AS titled, {platform_graph_rows} AS platform_graph_rows
             FROM {values} CROSS JOIN LATERAL {counts}{window}{titled_rows}
             """
         ).format(
@@ -1105,6 +1126,9 @@ def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int, floor: flo
             counts=_counts(args, graphed),
             walked_rows=walked_rows,
             since=sql.SQL("w.since" if args.days is not None else "NULL::text"),
+            platform_graph_rows=sql.SQL(
+                "k.platform_graph_rows" if args.platform is not None else "NULL::numeric"
+            ),
             window=sql.SQL(" CROSS JOIN LATERAL {window}").format(window=_WINDOW)
             if args.days is not None
             else sql.SQL(""),
@@ -1146,7 +1170,15 @@ def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int, floor: flo
         index_only,
     )
     graphs = tuple(rows[0]["graphs"]) if scan == "graph" else ()
-    since = rows[0]["since"] if scan == "hnsw" else None
+    # a walk takes the platform's graph when it is the smallest (owner_graph_rows: least of the graphs' rows)
+    platform_graph = (
+        args.platform
+        if scan == "hnsw"
+        and rows[0]["platform_graph_rows"] is not None
+        and rows[0]["platform_graph_rows"] == rows[0]["owner_graph_rows"]
+        else None
+    )
+    since = rows[0]["since"] if scan == "hnsw" and platform_graph is None else None
     params["ungraphed"] = [p for p in params["projects"] or [] if p not in graphs]
     dense_query = strip_names(args.query, params["speakers"])
     params["qvec"] = yield Embed(dense_query)
@@ -1170,6 +1202,7 @@ def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int, floor: flo
         scan=scan,
         graphs=graphs,
         since=since,
+        platform_graph=platform_graph,
         sampled=index_only,
     )
 

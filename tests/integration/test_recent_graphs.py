@@ -20,7 +20,7 @@ from ghostmem.args import SearchPersonalMemoryArgs
 from ghostmem.program import run_sync
 from ghostmem.search import search_messages
 from support.conversations import conversation, import_generic
-from support.databases import app_login, graph_store, vector_graphs
+from support.databases import app_login, graph_store, graphs_where
 from support.statements import recording
 
 SIZE = 40  # recent_graph_rows in these tests: an owner of 40 messages or more gets a graph of its recent ones
@@ -42,11 +42,7 @@ def day(days_before: int = DAYS) -> str:
 
 def recent_graphs(conn: psycopg.Connection[Any]) -> dict[str, str | None]:
     """Each graph of the compact vectors whose predicate is a time (name -> its comment: the day)."""
-    return {
-        n: comment
-        for n, (predicate, comment) in vector_graphs(conn).items()
-        if predicate.startswith("(ts >=")
-    }
+    return {n: comment for n, (_, comment) in graphs_where(conn, "(ts >=").items()}
 
 
 @pytest.fixture

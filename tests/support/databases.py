@@ -85,3 +85,9 @@ def vector_graphs(conn: psycopg.Connection[Any]) -> dict[str, tuple[str, str | N
         " AND c.relname LIKE 'message\\_vectors\\_graph\\_%'"
     ).fetchall()
     return {r[0]: (r[1], r[2]) for r in rows}
+
+
+def graphs_where(conn: psycopg.Connection[Any], predicate: str) -> dict[str, tuple[str, str | None]]:
+    """The graphs of :func:`vector_graphs` whose predicate begins with ``predicate`` (``(ts >=``: the recent
+    messages', migration 210; ``(platform =``: a platform's, 230)."""
+    return {name: graph for name, graph in vector_graphs(conn).items() if graph[0].startswith(predicate)}
