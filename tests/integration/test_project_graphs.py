@@ -451,3 +451,25 @@ def test_a_capture_whose_graph_cannot_be_built_keeps_what_it_captured(
         assert len(gm.capture_messages("c2")) == SIZE
     with psycopg.connect(store) as admin:
         assert set(graphs(admin)) == {graph_name("ann", "alpha")}
+
+
+def test_a_project_gets_its_graph_from_3000_messages_unless_the_setting_was_changed(server_dsn: str) -> None:
+    """Migration 231 lowers `project_graph_rows` from 5,000 to 3,000 (a store that had changed it keeps its value),
+    and the cost model walks the graph of a project of the bench's smallest size (3,237 rows at 100k messages)
+    rather than reading it exactly."""
+    for changed in (None, "8000"):
+        with (
+            fresh_database(server_dsn, "ghostmem_pgraph_3k") as dsn,
+            psycopg.connect(dsn, autocommit=True) as conn,
+        ):
+            migrations.migrate(conn, 384, "hash", "ghostmem_runtime", upto=230)
+            setting = "SELECT value FROM ghostmem.settings WHERE key = 'project_graph_rows'"
+            assert conn.execute(setting).fetchone() == ("5000",)
+            if changed:
+                conn.execute(
+                    "UPDATE ghostmem.settings SET value = %s WHERE key = 'project_graph_rows'", (changed,)
+                )
+            assert "231_project_graphs_from_3000" in migrations.migrate(conn, 384, "hash", "ghostmem_runtime")
+            assert conn.execute(setting).fetchone() == (changed or "3000",)
+    assert search.vector_scan(3_237, 3_237, 100_000, 50, 100, graphs=1, graph_rows=3_237) == "graph"
+    assert search.vector_scan(3_237, 3_237, 100_000, 50, 100) == "exact"
