@@ -33,7 +33,7 @@ from ghostmem.ingest.report import ImportReport
 from ghostmem.program import run_sync
 from ghostmem.progress import Display, display
 from ghostmem.records import TIERS
-from ghostmem.search import beginning_with, conv_ids_beginning
+from ghostmem.search import DF_CAP, beginning_with, conv_ids_beginning
 from ghostmem.store import embed_pending as embed_batches
 from ghostmem.store import fill_morphemes, purge, remember
 from ghostmem.words import Arg
@@ -148,6 +148,7 @@ def _after_import(
             _enrich(conn, owner, tier, ids, shown)
             report.conversations_enriched = len(ids)
             report.seconds_enrich = time.perf_counter() - started
+        refresh_common_words(conn, owner)
         analyze_new_tables(conn)
 
 
@@ -164,6 +165,7 @@ def embed_pending(
             ids = unenriched(conn, owner, tier)
             _enrich(conn, owner, tier, ids, shown)
             refreshed += len(ids)
+        refresh_common_words(conn, owner)
         analyze_new_tables(conn)
     return EmbedReport(done.count, done.seconds, refreshed, done.seconds_model_load)
 
@@ -203,6 +205,20 @@ def build_project_graphs(conn: Connection[Any], owner: str) -> int:
         return 0
     with conn.transaction():
         row = conn.execute("SELECT ghostmem.build_project_graphs(%s)", (owner,)).fetchone()
+    return int(row[0]) if row else 0
+
+
+def refresh_common_words(conn: Connection[Any], owner: str) -> int:
+    """List again, in a transaction of its own, the words held by at least ``search.DF_CAP`` of the owner's messages
+    of each tier that is due (migration 220: a tier of at least the setting ``common_words_rows`` messages, never
+    listed, grown by ``common_words_growth`` since, or trimmed by a removal), so its searches do not fetch them
+    (docs/search.md, "Known-common words not fetched"); returns how many tiers were listed. It blocks writes of
+    messages while it counts (about 0.3 s at 100,000 messages). A role that may not (an application's) skips it:
+    its words are fetched as before until the owner's next import or embedding lists them."""
+    if not _may_execute(conn, "ghostmem.refresh_common_words(text, bigint)"):
+        return 0
+    with conn.transaction():
+        row = conn.execute("SELECT ghostmem.refresh_common_words(%s, %s)", (owner, DF_CAP)).fetchone()
     return int(row[0]) if row else 0
 
 

@@ -270,7 +270,10 @@ _LEXICAL_LEG = """
 -- message's or a window's query lexemes as the bits of a bigint (MAX_QUERY_TERMS is at most 64).
 lex_terms AS MATERIALIZED (
     SELECT q.lexeme, q.tq, CASE WHEN octet_length(q.lexeme) <= 2046 THEN ghostmem.lexeme_query(q.lexeme) END AS lq,
-           1::bigint << (dense_rank() OVER (ORDER BY q.lexeme) - 1)::integer AS bit
+           1::bigint << (dense_rank() OVER (ORDER BY q.lexeme) - 1)::integer AS bit,
+           coalesce((SELECT true FROM ghostmem.common_words c
+                     WHERE c.owner = %(owner)s AND c.lexeme = q.lexeme AND c.tier = ANY(%(tiers)s)
+                       AND c.df >= {df_cap} LIMIT 1), false) AS common
     FROM (
         SELECT q.lexeme, ghostmem.owner_word_query(%(owner)s, q.lexeme) AS tq
         FROM unnest(tsvector_to_array(ghostmem.lexemes(%(query)s, true)) || %(morphemes)s::text[]) AS q(lexeme)
@@ -305,7 +308,7 @@ lex_hits AS MATERIALIZED (
             LIMIT {df_cap}
         ) m
     ) m
-    WHERE NOT (SELECT enough FROM lex_enough)
+    WHERE NOT (SELECT enough FROM lex_enough) AND NOT t.common
 ),
 lex_n AS MATERIALIZED (
     SELECT CASE WHEN NOT (SELECT enough FROM lex_enough) THEN (
@@ -317,9 +320,11 @@ lex_n AS MATERIALIZED (
 lex_idf AS MATERIALIZED (
     SELECT d.lexeme, d.df, ln(1 + (greatest(n.n, d.df) - d.df + 0.5) / (d.df + 0.5)) AS idf, d.bit
     FROM (
-        SELECT t.lexeme, t.bit, greatest(count(h.id), (SELECT n_all FROM lex_enough)) AS df
+        SELECT t.lexeme, t.bit,
+               CASE WHEN t.common AND NOT (SELECT enough FROM lex_enough) THEN {df_cap}
+                    ELSE greatest(count(h.id), (SELECT n_all FROM lex_enough)) END AS df
         FROM lex_terms t LEFT JOIN lex_hits h ON h.lexeme = t.lexeme
-        GROUP BY t.lexeme, t.bit
+        GROUP BY t.lexeme, t.bit, t.common
     ) d, lex_n n
     WHERE d.df > 0
 ),
@@ -342,7 +347,7 @@ lex_cand AS MATERIALIZED (
     FROM (
         SELECT DISTINCT ON (h.id) h.id, h.tier, h.conv_id, h.seq, h.tsv
         FROM lex_hits h JOIN lex_idf t ON t.lexeme = h.lexeme
-        WHERE h.kept AND (t.df < {df_cap} OR NOT EXISTS (SELECT 1 FROM lex_idf r WHERE r.df < {df_cap}))
+        WHERE h.kept AND t.df < {df_cap}
           AND h.id NOT IN (SELECT a.id FROM lex_all a WHERE a.kept)
         ORDER BY h.id
     ) h
