@@ -7,7 +7,9 @@ Search ranks *messages* with two legs and fuses them by reciprocal rank (``1 / (
   102), so an owner's fetches read only its own posting lists. One GIN scan of the conjunction of the query's
   lexemes fetches messages holding all of them (at most ``depth``); only when fewer than :data:`DF_CAP` hold them
   all does each lexeme fetch at most :data:`DF_CAP` matches (their count is its document frequency, capped; the
-  messages of lexemes rarer than the cap join the candidates). Time, platform and
+  messages of lexemes rarer than the cap join the candidates), except a lexeme the owner's list of known-common
+  words holds (migration 220: its df is the cap, nothing fetched); when no lexeme is rarer than the cap, the
+  messages holding them all are the only candidates. Time, platform and
   project filters are checked on the fetched rows, so no filter or common word makes the leg read every match.
   A message is ranked as the document of its window (itself and its neighbours in the thread): a candidate lends
   its query lexemes to both neighbours, and the window's BM25 counts its messages' length.
@@ -267,7 +269,10 @@ def _kept(args: SearchPersonalMemoryArgs) -> sql.Composable:
 _LEXICAL_LEG = """
 -- Each query lexeme with its fetch (tq: the owner's words, migration 102), its own one-lexeme query (lq: a tsvector
 -- holds lexemes of at most 2046 bytes, longer ones are no tsquery) and a bit of its own: the ranking below holds a
--- message's or a window's query lexemes as the bits of a bigint (MAX_QUERY_TERMS is at most 64).
+-- message's or a window's query lexemes as the bits of a bigint (MAX_QUERY_TERMS is at most 64). `common`: the owner's
+-- list (migration 220, kept by maintenance) says at least df_cap of its messages of a searched tier hold it, so its
+-- fetch below would only count to the cap; a scalar LIMIT 1 lookup by primary key (an EXISTS was planned as a hashed
+-- sub-plan reading the whole list every search).
 lex_terms AS MATERIALIZED (
     SELECT q.lexeme, q.tq, CASE WHEN octet_length(q.lexeme) <= 2046 THEN ghostmem.lexeme_query(q.lexeme) END AS lq,
            1::bigint << (dense_rank() OVER (ORDER BY q.lexeme) - 1)::integer AS bit,
@@ -293,8 +298,9 @@ lex_enough AS MATERIALIZED (
     SELECT count(*) FILTER (WHERE kept) >= {depth} OR count(*) >= {df_cap} AS enough, count(*) AS n_all
     FROM lex_all
 ),
--- Each word's fetch (at most df_cap messages). A fetched message that passes the filters keeps its place and its
--- words (tsv, as read: no second read of the message); the candidates below test them once a message.
+-- Each word's fetch (at most df_cap messages), but a known-common word's. A fetched message that passes the filters
+-- keeps its place and its words (tsv, as read: no second read of the message); the candidates below test them once
+-- a message.
 lex_hits AS MATERIALIZED (
     SELECT t.lexeme, m.id, m.kept, m.tier, m.conv_id, m.seq, m.tsv
     FROM lex_terms t
@@ -335,7 +341,8 @@ lex_total AS MATERIALIZED (
     FROM lex_terms t CROSS JOIN lex_n n LEFT JOIN lex_idf i ON i.lexeme = t.lexeme
 ),
 -- A message of the conjunction holds every query lexeme (all the bits). A word-by-word candidate (a message fetched
--- for one word or several) holds the query lexemes its words match: each tested once a message, with the lexeme's
+-- for a word rarer than the cap: when every word is common, their fetched rows would be arbitrary samples, and only
+-- the conjunction is ranked) holds the query lexemes its words match: each tested once a message, with the lexeme's
 -- one-lexeme query, on the words its fetch read. The word-by-word candidates leave out the conjunction's by NOT IN,
 -- a hashed set of its ids (never NULL), which the planner also takes for the CTE's few-row guesses; NOT EXISTS made
 -- a nested-loop anti join (300 x 100 tests).

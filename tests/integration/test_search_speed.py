@@ -471,6 +471,11 @@ def test_the_generic_plan_reads_through_the_indexes_beside_another_owner(
                         plan,
                     )
                     assert "Bitmap Index Scan on messages_owner_words" in plan, plan
+                    # a word known to be common (migration 220) is looked up by the list's key, one probe a word,
+                    # never the whole list (an EXISTS was planned as a hashed sub-plan reading all of it)
+                    lex_terms = plan.split("CTE lex_terms", 1)[1].split("\n  CTE ", 1)[0]
+                    assert "using common_words_pkey on common_words" in lex_terms, lex_terms
+                    assert "hashed" not in lex_terms and "Seq Scan on common_words" not in plan, lex_terms
                     # the word-by-word candidates leave out the conjunction's through a hashed set of its ids, never
                     # a nested-loop anti join (each candidate tested against each message of the conjunction)
                     lex_cand = plan.split("CTE lex_cand", 1)[1].split("\n  CTE ", 1)[0]

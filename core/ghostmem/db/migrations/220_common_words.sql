@@ -183,19 +183,22 @@ BEGIN
         DELETE FROM ghostmem.common_words_counted k
         WHERE (k.owner, k.tier) IN (SELECT o.owner, o.tier FROM old_rows o);
     ELSE
-        DELETE FROM ghostmem.common_words w
-        USING (SELECT DISTINCT o.owner, o.tier, l.lexeme
-               FROM old_rows o LEFT JOIN new_rows n ON n.id = o.id AND n.owner = o.owner
-               CROSS JOIN LATERAL pg_catalog.unnest(pg_catalog.tsvector_to_array(o.tsv)) AS l(lexeme)
-               WHERE o.owner IN (SELECT k.owner FROM ghostmem.common_words_counted k)
-                 AND (n.id IS NULL OR n.tier IS DISTINCT FROM o.tier OR n.tsv IS DISTINCT FROM o.tsv)
-                 AND (n.id IS NULL OR n.tier IS DISTINCT FROM o.tier OR n.tsv IS NULL
-                      OR NOT n.tsv @@ ghostmem.lexeme_query(l.lexeme))) g
-        WHERE w.owner = g.owner AND w.lexeme = g.lexeme AND w.tier = g.tier;
-        DELETE FROM ghostmem.common_words_counted k
-        WHERE (k.owner, k.tier) IN (
-            SELECT o.owner, o.tier FROM old_rows o LEFT JOIN new_rows n ON n.id = o.id AND n.owner = o.owner
-            WHERE n.id IS NULL OR n.tier IS DISTINCT FROM o.tier OR n.tsv IS DISTINCT FROM o.tsv);
+        -- the rows whose owner, tier or words changed first (an update of vectors changes none: nothing is unnested)
+        WITH changed AS MATERIALIZED (
+            SELECT o.owner, o.tier, o.tsv AS old_tsv,
+                   CASE WHEN n.id IS NOT NULL AND n.tier = o.tier THEN n.tsv END AS new_tsv
+            FROM old_rows o LEFT JOIN new_rows n ON n.id = o.id AND n.owner = o.owner
+            WHERE (n.id IS NULL OR n.tier IS DISTINCT FROM o.tier OR n.tsv IS DISTINCT FROM o.tsv)
+              AND o.owner IN (SELECT k.owner FROM ghostmem.common_words_counted k)
+        ), trimmed AS (
+            DELETE FROM ghostmem.common_words w
+            USING (SELECT DISTINCT c.owner, c.tier, l.lexeme
+                   FROM changed c
+                   CROSS JOIN LATERAL pg_catalog.unnest(pg_catalog.tsvector_to_array(c.old_tsv)) AS l(lexeme)
+                   WHERE c.new_tsv IS NULL OR NOT c.new_tsv @@ ghostmem.lexeme_query(l.lexeme)) g
+            WHERE w.owner = g.owner AND w.lexeme = g.lexeme AND w.tier = g.tier
+        )
+        DELETE FROM ghostmem.common_words_counted k WHERE (k.owner, k.tier) IN (SELECT c.owner, c.tier FROM changed c);
     END IF;
     RETURN NULL;
 END
