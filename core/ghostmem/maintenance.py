@@ -211,9 +211,9 @@ def build_project_graphs(conn: Connection[Any], owner: str) -> int:
 def refresh_common_words(conn: Connection[Any], owner: str) -> int:
     """List again, in a transaction of its own, the words held by at least ``search.DF_CAP`` of the owner's messages
     of each tier that is due (migration 220: a tier of at least the setting ``common_words_rows`` messages, never
-    listed, grown by ``common_words_growth`` since, or trimmed by a removal), so its searches do not fetch them
+    listed or grown or shrunk by the share ``common_words_growth`` since), so its searches do not fetch them
     (docs/search.md, "Known-common words not fetched"); returns how many tiers were listed. It blocks writes of
-    messages while it counts (about 0.3 s at 100,000 messages). A role that may not (an application's) skips it:
+    messages while it counts (0.3-0.5 s at 100,000 messages, 6.5-11.5 s at a million). A role that may not (an application's) skips it:
     its words are fetched as before until the owner's next import or embedding lists them."""
     if not _may_execute(conn, "ghostmem.refresh_common_words(text, bigint)"):
         return 0

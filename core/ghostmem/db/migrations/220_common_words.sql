@@ -19,15 +19,16 @@
 -- Kept by ghostmem.refresh_common_words(owner, floor), SECURITY DEFINER and the schema owner's alone (EXECUTE
 -- revoked from PUBLIC); ghostmem calls it after each import or embedding (and reembed), as it builds the project
 -- graphs. It lists an owner's tier holding at least `common_words_rows` messages, and lists it again once the tier
--- has grown by `common_words_growth` (a share) since, or after a removal (below). It takes a SHARE lock on
+-- has grown (or shrunk) by `common_words_growth` (a share) since. It takes a SHARE lock on
 -- ghostmem.messages while it counts, so no write of messages is in flight, and none can start, between its count and
 -- its commit (a removal committed later finds the list made and takes its words out).
 --
 -- A word must never stay listed once fewer messages hold it (a search would then skip the fetch of a rare word and
 -- lose its matches): a statement trigger on ghostmem.messages (DELETE, UPDATE, TRUNCATE), SECURITY DEFINER, takes out
 -- every listed lexeme of a removed or changed row (a row whose owner, tier or words changed: the words its old row
--- held and its new one does not) and forgets when the tier was counted, so the next import lists it again. It only
--- ever deletes entries, so whoever writes messages can make the list shorter, never longer.
+-- held and its new one does not). A word taken out that is still common is fetched, as without a list, until the
+-- tier is listed again. The trigger only ever deletes entries, so whoever writes messages can make the list
+-- shorter, never longer.
 --
 -- The application's roles (ghostmem.grant_app) may read both tables and never write them.
 
@@ -130,8 +131,8 @@ BEGIN
             DELETE FROM ghostmem.common_words_counted k WHERE k.owner = p_owner AND k.tier = r.tier;
             CONTINUE;
         END IF;
-        IF r.rows IS NOT NULL AND r.floor = p_floor AND r.n >= r.rows AND r.n < r.rows * (1 + growth) THEN
-            CONTINUE;  -- listed, and not grown enough since
+        IF r.rows IS NOT NULL AND r.floor = p_floor AND pg_catalog.abs(r.n - r.rows) < r.rows * growth THEN
+            CONTINUE;  -- listed, and grown (or shrunk) by less than the share since
         END IF;
         DELETE FROM ghostmem.common_words w WHERE w.owner = p_owner AND w.tier = r.tier;
         INSERT INTO ghostmem.common_words (owner, lexeme, tier, df)
@@ -158,7 +159,7 @@ $$;
 REVOKE ALL ON FUNCTION ghostmem.refresh_common_words(text, bigint) FROM PUBLIC;
 
 -- A removed or changed message takes its listed lexemes out of the list (its old row's, those its new row does not
--- hold in the same owner and tier), and its (owner, tier) is to be listed again.
+-- hold in the same owner and tier).
 CREATE FUNCTION ghostmem.common_words_trim() RETURNS trigger
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp
@@ -180,8 +181,6 @@ BEGIN
                FROM old_rows o CROSS JOIN LATERAL pg_catalog.unnest(pg_catalog.tsvector_to_array(o.tsv)) AS l(lexeme)
                WHERE o.owner IN (SELECT k.owner FROM ghostmem.common_words_counted k)) g
         WHERE w.owner = g.owner AND w.lexeme = g.lexeme AND w.tier = g.tier;
-        DELETE FROM ghostmem.common_words_counted k
-        WHERE (k.owner, k.tier) IN (SELECT o.owner, o.tier FROM old_rows o);
     ELSE
         -- the rows whose owner, tier or words changed first (an update of vectors changes none: nothing is unnested)
         WITH changed AS MATERIALIZED (
@@ -190,15 +189,13 @@ BEGIN
             FROM old_rows o LEFT JOIN new_rows n ON n.id = o.id AND n.owner = o.owner
             WHERE (n.id IS NULL OR n.tier IS DISTINCT FROM o.tier OR n.tsv IS DISTINCT FROM o.tsv)
               AND o.owner IN (SELECT k.owner FROM ghostmem.common_words_counted k)
-        ), trimmed AS (
-            DELETE FROM ghostmem.common_words w
-            USING (SELECT DISTINCT c.owner, c.tier, l.lexeme
-                   FROM changed c
-                   CROSS JOIN LATERAL pg_catalog.unnest(pg_catalog.tsvector_to_array(c.old_tsv)) AS l(lexeme)
-                   WHERE c.new_tsv IS NULL OR NOT c.new_tsv @@ ghostmem.lexeme_query(l.lexeme)) g
-            WHERE w.owner = g.owner AND w.lexeme = g.lexeme AND w.tier = g.tier
         )
-        DELETE FROM ghostmem.common_words_counted k WHERE (k.owner, k.tier) IN (SELECT c.owner, c.tier FROM changed c);
+        DELETE FROM ghostmem.common_words w
+        USING (SELECT DISTINCT c.owner, c.tier, l.lexeme
+               FROM changed c
+               CROSS JOIN LATERAL pg_catalog.unnest(pg_catalog.tsvector_to_array(c.old_tsv)) AS l(lexeme)
+               WHERE c.new_tsv IS NULL OR NOT c.new_tsv @@ ghostmem.lexeme_query(l.lexeme)) g
+        WHERE w.owner = g.owner AND w.lexeme = g.lexeme AND w.tier = g.tier;
     END IF;
     RETURN NULL;
 END
