@@ -2,7 +2,8 @@
 
 The administrator migrates as the role that owns the schemas; ``grant_app`` (``ghostmem grant-app ROLE``) gives an
 application's login exactly what the personal-memory statements need and membership in the runtime role (ghost
-memories), through ``ghostmem.grant_app`` of migration ``062`` (docs/ghosts.md, "Roles and privileges").
+memories), through ``ghostmem.grant_app`` of migration ``062`` (``220`` keeps the writes of the known-common words
+from it) (docs/ghosts.md, "Roles and privileges").
 """
 
 from __future__ import annotations

@@ -67,30 +67,18 @@ BEGIN
 END
 $$;
 
--- 062's grant_app, and it takes the writes of the two tables away as it does those of ghostmem.settings.
-CREATE OR REPLACE FUNCTION ghostmem.grant_app(p_role text, p_runtime_role text, read_only boolean DEFAULT false)
-    RETURNS void
+-- ghostmem.grant_app (062) grants an application every table of the schema; it is kept as grant_app_tables, and
+-- grant_app now calls it and takes the writes of the two tables away, as 062 does those of ghostmem.settings.
+ALTER FUNCTION ghostmem.grant_app(text, text, boolean) RENAME TO grant_app_tables;
+
+CREATE FUNCTION ghostmem.grant_app(p_role text, p_runtime_role text, read_only boolean DEFAULT false) RETURNS void
     LANGUAGE plpgsql
     SET search_path = pg_catalog, ghostmem, pg_temp
 AS $$
-DECLARE
-    privileges text := CASE WHEN read_only THEN 'SELECT' ELSE 'SELECT, INSERT, UPDATE, DELETE' END;
 BEGIN
-    IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = p_role) THEN
-        RAISE EXCEPTION 'there is no database role %', quote_ident(p_role) USING ERRCODE = 'undefined_object';
-    END IF;
-    IF NOT EXISTS (SELECT 1 FROM agent.runtime_roles WHERE role_name = p_runtime_role) THEN
-        RAISE EXCEPTION 'the runtime role % is not installed in this database: run SELECT agent.install_runtime_role(%)',
-            quote_ident(p_runtime_role), quote_literal(p_runtime_role) USING ERRCODE = 'undefined_object';
-    END IF;
-    PERFORM ghostmem.revoke_app(p_role, p_runtime_role);  -- so that granting read-only takes writes away
-    EXECUTE format('GRANT USAGE ON SCHEMA ghostmem TO %I', p_role);
-    EXECUTE format('GRANT %s ON ALL TABLES IN SCHEMA ghostmem TO %I', privileges, p_role);
-    EXECUTE format('REVOKE INSERT, UPDATE, DELETE ON ghostmem.settings FROM %I', p_role);
-    EXECUTE format('REVOKE INSERT, UPDATE, DELETE ON ghostmem.common_words FROM %I', p_role);
-    EXECUTE format('REVOKE INSERT, UPDATE, DELETE ON ghostmem.common_words_counted FROM %I', p_role);
-    EXECUTE format('ALTER DEFAULT PRIVILEGES IN SCHEMA ghostmem GRANT %s ON TABLES TO %I', privileges, p_role);
-    EXECUTE format('GRANT %I TO %I', p_runtime_role, p_role);
+    PERFORM ghostmem.grant_app_tables(p_role, p_runtime_role, read_only);
+    EXECUTE format('REVOKE INSERT, UPDATE, DELETE ON ghostmem.common_words, ghostmem.common_words_counted FROM %I',
+                   p_role);
 END
 $$;
 
