@@ -45,6 +45,7 @@ from bench.scale import (
     bench_database,
     default_home,
     ensure_corpus,
+    list_common_words,
     open_database,
     provenance,
     run_bench,
@@ -76,6 +77,7 @@ def ensure_small_owner(dsn: str, messages: int, seed: int, embedder: Any, sample
             "SELECT count(*) FROM ghostmem.messages WHERE owner = %s", (SMALL_OWNER,)
         ).fetchone()
         if row and row[0] == messages:
+            list_common_words(dsn)  # a store loaded at an older schema has no list
             return False
         from pgvector.psycopg import register_vector
 
@@ -85,6 +87,7 @@ def ensure_small_owner(dsn: str, messages: int, seed: int, embedder: Any, sample
         # Every table the corpus wrote, as autovacuum would have analyzed them in a server that stays up: the own
         # database's server runs only during the bench, so its vector partition and counts were never analyzed.
         conn.execute("ANALYZE " + ", ".join(f"ghostmem.{t}" for t in ANALYZED))
+    list_common_words(dsn)
     return True
 
 

@@ -484,9 +484,24 @@ def ensure_corpus(
             graphs = maintenance.build_project_graphs(conn, corpus.OWNER)
         if graphs:
             progress(f"built {graphs} graphs in {time.perf_counter() - t0:.1f}s")
+        list_common_words(dsn, progress)
         return previous, False
     stats = load(dsn, messages, seed, embedder=embedder, sample=sample, progress=progress)
+    list_common_words(dsn, progress)
     return stats.to_dict(), True
+
+
+def list_common_words(dsn: str, progress: Callable[[str], None] = logger.info) -> int:
+    """List the known-common words of every owner of the database that is due (migration 220), as an import does
+    after it writes: the bench writes its corpora with its own writer, which calls no maintenance, and a store
+    loaded or reused at an older schema has no list. Returns how many (owner, tier) were listed."""
+    t0 = time.perf_counter()
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        owners = [r[0] for r in conn.execute("SELECT DISTINCT owner FROM ghostmem.message_counts ORDER BY 1")]
+        listed = sum(maintenance.refresh_common_words(conn, owner) for owner in owners)
+    if listed:
+        progress(f"listed the common words of {listed} owner tiers in {time.perf_counter() - t0:.1f}s")
+    return listed
 
 
 # -- measuring ---------------------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from typing import Any
 
 import psycopg
 import pytest
+from ghostmem import search
 
 from bench import cli, corpus, fairness, ingest, parts, peers, report, scale
 from bench.common import throwaway_database
@@ -89,6 +90,30 @@ def test_scale_loads_the_corpus_through_the_product_schema(results: dict[str, An
     assert vectors == talk == run["load"]["embedded_real"] + run["load"]["embedded_synthetic"]
     assert indexes == results["_indexes"]
     assert set(run["load"]["index_build_s"]) == {*indexes, "project graphs"}
+
+
+def test_a_bench_store_gets_its_known_common_words(results: dict[str, Any], bench_dsn: str) -> None:
+    """The bench writes its corpus with its own writer, which calls no maintenance: ensure_corpus lists the owners'
+    known-common words itself (migration 220), as an import would, on a load and on a reuse. The smoke corpus is
+    below the size an owner is listed at; with the size lowered, the bench owner's list is the direct count."""
+    with psycopg.connect(bench_dsn, autocommit=True) as conn:
+        conn.execute("UPDATE ghostmem.settings SET value = '1000' WHERE key = 'common_words_rows'")
+        try:
+            assert scale.list_common_words(bench_dsn) >= 1
+            listed = conn.execute(
+                "SELECT lexeme, df FROM ghostmem.common_words WHERE owner = %s AND tier = 'personal'",
+                (corpus.OWNER,),
+            ).fetchall()
+            counted = conn.execute(
+                "SELECT l, count(*) FROM ghostmem.messages m, unnest(tsvector_to_array(m.tsv)) l"
+                " WHERE m.owner = %s AND m.tier = 'personal' GROUP BY l HAVING count(*) >= %s",
+                (corpus.OWNER, search.DF_CAP),
+            ).fetchall()
+            assert listed and dict(listed) == dict(counted)
+        finally:
+            conn.execute("UPDATE ghostmem.settings SET value = '10000' WHERE key = 'common_words_rows'")
+            scale.list_common_words(bench_dsn)  # below the size again: the lists go
+        assert conn.execute("SELECT count(*) FROM ghostmem.common_words").fetchone() == (0,)
 
 
 def test_scale_times_every_read_operation(results: dict[str, Any]) -> None:
