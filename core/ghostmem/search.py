@@ -32,6 +32,7 @@ retrieval benchmark scores them); both share one query builder. See docs/search.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -186,6 +187,9 @@ class _Plan:
     graphs: tuple[str, ...] = ()  # the listed projects that have a graph of their own (migration 155)
     since: str | None = None  # an HNSW walk of the owner's recent messages' graph: its day (migration 210)
     platform_graph: str | None = None  # an HNSW walk of the platform's graph: the platform (migration 230)
+    recent_words: str | None = (
+        None  # the conjunction fetch through the recent messages' words (240): their day
+    )
     sampled: bool = False  # a quantized scan's scope read from the index alone: cut by its sample (200)
 
     @property
@@ -286,16 +290,23 @@ lex_terms AS MATERIALIZED (
         LIMIT {max_terms}
     ) q
 ),
+-- The conjunction: messages holding every word. Under a time window that starts on or after the day of the owner's
+-- index of its recent messages' words (migration 240: its predicate written in), read through that index, and only
+-- the recent messages' share of the fetch (conj_limit of depth): as many of the window's messages, on average, as a
+-- fetch of depth of all the owner's keeps, from a bitmap of the recent matches alone.
 lex_all AS MATERIALIZED (
     SELECT m.id, m.tier, m.conv_id, m.seq, {kept} AS kept FROM ghostmem.messages m
-    WHERE {owner}
+    WHERE {owner}{recent}
       AND ghostmem.owner_words(m.owner, m.tsv) @@ (SELECT string_agg(t.tq::text, ' & ')::tsquery FROM lex_terms t)
-    LIMIT {depth}
+    LIMIT {conj_limit}
 ),
 -- Enough messages hold every word, or so many do (filters aside) that every word is common: the per-word fetches
--- below would only add arbitrary samples of common words, so they are skipped.
+-- below would only add arbitrary samples of common words, so they are skipped. A fetch of the recent messages that
+-- fills its share counts as a full one (n_all = depth): the words' df, and so their idf, are what a fetch of all
+-- the owner's messages gives.
 lex_enough AS MATERIALIZED (
-    SELECT count(*) FILTER (WHERE kept) >= {depth} OR count(*) >= {df_cap} AS enough, count(*) AS n_all
+    SELECT count(*) FILTER (WHERE kept) >= {depth} OR count(*) >= {conj_enough} AS enough,
+           CASE WHEN count(*) >= {conj_limit} THEN {depth} ELSE count(*) END AS n_all
     FROM lex_all
 ),
 -- Each word's fetch (at most df_cap messages), but a known-common word's. A fetched message that passes the filters
@@ -564,6 +575,17 @@ _GRAPH_ARM = """(
 )"""
 
 
+def _recent_words(plan: _Plan) -> sql.Composable:
+    """The conjunction fetch's predicate of the owner's index of its recent messages' words (migration 240), the
+    owner and its day written in so that the generic plan proves it: only when the search's time window starts on or
+    after that day (the plan statement's ``recent_words``), where it keeps every message the window keeps."""
+    if plan.recent_words is None:
+        return sql.SQL("")
+    return sql.SQL(" AND m.owner || '' = {owner} AND m.ts >= {since}::timestamptz").format(
+        owner=plan.literals["owner_constant"], since=_written(plan.recent_words)
+    )
+
+
 def _written(text: str) -> sql.Composable:
     """``text`` written into a statement as a literal instead of bound. The statement then passes through
     psycopg's ``%(name)s`` formatting of its parameters, where a ``%`` of the text would be read as a placeholder:
@@ -655,7 +677,11 @@ def _fused_messages(args: SearchPersonalMemoryArgs, plan: _Plan) -> sql.Composed
     (``pos``: the message's place in its conversation, best first): the one query builder."""
     legs: list[sql.Composable] = [sql.SQL(_TITLED)] if args.project is not None else []
     if plan.lexical:
-        legs.append(sql.SQL(_LEXICAL_LEG).format(owner=_OWNER_CHECK, kept=_kept(args), **plan.literals))
+        legs.append(
+            sql.SQL(_LEXICAL_LEG).format(
+                owner=_OWNER_CHECK, recent=_recent_words(plan), kept=_kept(args), **plan.literals
+            )
+        )
     if plan.vector:
         if plan.scan == "graph":
             scan = _graph_scan(args, plan)
@@ -939,6 +965,41 @@ def _titled(args: SearchPersonalMemoryArgs) -> tuple[sql.Composable, sql.Composa
     return sql.SQL("t.ids"), _TITLED_ROWS
 
 
+# The plan statement's ``recent_words`` column: the day of the owner's index of its recent messages' words (migration
+# 240: a partial GIN index since the day of its recent graph, named recent_words_name(owner), the day its comment)
+# when the search's time window starts on or after it, with the recent messages' share of the owner's (the window
+# row's recent_rows, since the graph's day, which the index shares, over the counts' all_rows: no count read again);
+# NULL without one or for a longer window. Looked up once (OFFSET 0, as the graph's day in _WINDOW). A search by words
+# alone reads no window row: its conjunction fetch reads the owner's whole index.
+_RECENT_WORDS = sql.SQL(
+    "(SELECT CASE WHEN now() - make_interval(days => p.days) >= r.since::timestamptz AND w.recent_rows IS NOT NULL"
+    " THEN ARRAY[r.since, (w.recent_rows::float8 / greatest(k.all_rows, 1))::text] END"
+    " FROM (SELECT obj_description(to_regclass('ghostmem.' || ghostmem.recent_words_name(p.owner)), 'pg_class')"
+    " AS since OFFSET 0) r)"
+)
+
+
+def _recent_words_column(args: SearchPersonalMemoryArgs) -> sql.Composable:
+    return _RECENT_WORDS if args.days is not None else sql.SQL("NULL::text[]")
+
+
+def _recent_conjunction(
+    literals: dict[str, sql.Composable], depth: int, recent: list[str] | None
+) -> str | None:
+    """The day of the owner's index of its recent words when the conjunction fetch reads it (else None), and that
+    fetch's size: the recent messages' share of the owner's of ``depth`` (and of DF_CAP for ``enough``), so that
+    the fetch keeps as many of the window's messages as a fetch of ``depth`` of all the owner's would."""
+    literals["conj_limit"] = sql.Literal(depth)
+    literals["conj_enough"] = sql.Literal(DF_CAP)
+    if recent is None:
+        return None
+    share = min(max(float(recent[1]), 0.0), 1.0)
+    limit = max(1, math.ceil(depth * share))
+    literals["conj_limit"] = sql.Literal(limit)
+    literals["conj_enough"] = sql.Literal(min(limit, max(1, math.ceil(DF_CAP * share))))
+    return recent[0]
+
+
 _OWNER_GRAPH_ROWS = sql.SQL("k.all_rows")  # the owner's messages of every tier (:func:`_counts`): its graph's
 
 
@@ -1058,6 +1119,7 @@ def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int, floor: flo
     }
     literals: dict[str, sql.Composable] = {k: sql.Literal(v) for k, v in constants.items()}
     literals["owner_constant"] = _written(ctx.owner)  # the vector leg's partition (_PARTITION_FILTER)
+    _recent_conjunction(literals, depth, None)  # the conjunction fetch's size (the whole index's)
     # The settings of the statement, made in its transaction. The statement is planned once per connection
     # (psycopg prepares a statement run five times; its generic plan then saves ~1 ms of planning per search:
     # its sizes are literals, and its shape is fixed by the materialised legs — GIN scans, the HNSW scan,
@@ -1082,15 +1144,22 @@ def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int, floor: flo
     if not vector:
         rows = yield Query(
             sql.SQL(
-                "SELECT {settings}, {owner_rows} AS owner_rows, {titled} AS titled FROM {values}{t}"
+                "SELECT {settings}, {owner_rows} AS owner_rows, {titled} AS titled, {recent_words} AS recent_words"
+                " FROM {values}{t}"
             ).format(
-                settings=settings, owner_rows=_OWNER_ROWS, titled=titled, values=_SEARCH_VALUES, t=titled_rows
+                settings=settings,
+                owner_rows=_OWNER_ROWS,
+                titled=titled,
+                recent_words=sql.SQL("NULL::text[]"),
+                values=_SEARCH_VALUES,
+                t=titled_rows,
             ),
             {**setting_params, **params, "names": None},
         )
         stored = bool(rows[0]["owner_rows"])
         params["titled"] = rows[0]["titled"]
-        return _Plan(params=params, literals=literals, lexical=lexical, vector=vector, stored=stored)
+        recent = _recent_conjunction(literals, depth, rows[0]["recent_words"])
+        return _Plan(params, literals, lexical, vector, stored, recent_words=recent)
     # The graph an HNSW walk would take, the smallest that holds the scope: the owner's recent messages' when the
     # time window is within them (migration 210), the platform's (230), else the owner's whole graph (163).
     graph_rows: list[sql.Composable] = []
@@ -1114,7 +1183,7 @@ def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int, floor: flo
                                 AND m.tier = ANY(p.tiers))
             ) AS speakers, {share} AS share, k.owner_rows, {scope_rows} AS scope_rows, {projects} AS projects,
             {graphs} AS graphs, {graph_rows} AS graph_rows, {walked_rows} AS owner_graph_rows, {since} AS since,
-            {titled} AS titled, {platform_graph_rows} AS platform_graph_rows
+            {titled} AS titled, {platform_graph_rows} AS platform_graph_rows, {recent_words} AS recent_words
             FROM {values} CROSS JOIN LATERAL {counts}{window}{titled_rows}
             """
         ).format(
@@ -1146,6 +1215,7 @@ def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int, floor: flo
             else sql.SQL(""),
             titled=titled,
             titled_rows=titled_rows,
+            recent_words=_recent_words_column(args) if lexical else sql.SQL("NULL::text[]"),
         ),
         {**setting_params, **params, "names": _speaker_candidates(args.query)},
     )
@@ -1163,7 +1233,8 @@ def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int, floor: flo
         # No message in scope (an empty store, a project, platform or time window without any): the vector leg
         # could find nothing, so the query is not embedded (on a new home that would first prepare the model,
         # ~20 s); a search by meaning alone then runs no leg at all.
-        return _Plan(params=params, literals=literals, lexical=lexical, vector=False, stored=stored)
+        recent = _recent_conjunction(literals, depth, rows[0]["recent_words"])
+        return _Plan(params, literals, lexical, False, stored, recent_words=recent)
     candidates = quantized_candidates(vec_depth)
     literals["candidates"] = sql.Literal(candidates)
     literals["sample_rank"] = sql.Literal(quantized_sample_rank(candidates))
@@ -1216,6 +1287,7 @@ def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int, floor: flo
         since=since,
         platform_graph=platform_graph,
         sampled=index_only,
+        recent_words=_recent_conjunction(literals, depth, rows[0]["recent_words"]),
     )
 
 
