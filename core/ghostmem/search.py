@@ -187,9 +187,8 @@ class _Plan:
     graphs: tuple[str, ...] = ()  # the listed projects that have a graph of their own (migration 155)
     since: str | None = None  # an HNSW walk of the owner's recent messages' graph: its day (migration 210)
     platform_graph: str | None = None  # an HNSW walk of the platform's graph: the platform (migration 230)
-    recent_words: str | None = (
-        None  # the conjunction fetch through the recent messages' words (240): their day
-    )
+    # the conjunction fetch through the recent messages' words (migration 240): their day
+    recent_words: str | None = None
     sampled: bool = False  # a quantized scan's scope read from the index alone: cut by its sample (200)
 
     @property
@@ -1119,7 +1118,6 @@ def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int, floor: flo
     }
     literals: dict[str, sql.Composable] = {k: sql.Literal(v) for k, v in constants.items()}
     literals["owner_constant"] = _written(ctx.owner)  # the vector leg's partition (_PARTITION_FILTER)
-    _recent_conjunction(literals, depth, None)  # the conjunction fetch's size (the whole index's)
     # The settings of the statement, made in its transaction. The statement is planned once per connection
     # (psycopg prepares a statement run five times; its generic plan then saves ~1 ms of planning per search:
     # its sizes are literals, and its shape is fixed by the materialised legs — GIN scans, the HNSW scan,
