@@ -385,15 +385,33 @@ lex_sums AS MATERIALIZED (
 -- A message is ranked as the document of its window: itself and its neighbours in the thread (seq - 1, seq + 1).
 -- Each candidate lends its query lexemes to both neighbours; the 3 x depth windows holding the most idf are scored
 -- by BM25 over the window (its length the sum of its messages'). A one-message conversation is its own window.
--- The lengths come from the narrow rows of ghostmem.message_lengths (migration 107), one index range a window, found
--- by the hash of the conversation id and the place (migration 190: integer keys); the owner, tier and conversation
--- id are checked on the range's rows.
+-- The lengths come from the narrow rows of ghostmem.message_lengths (migration 107), one index range a candidate:
+-- its neighbourhood (seq - 2 to seq + 2) holds the messages of its three windows, whose lengths and centres (the
+-- message a window ranks, when it passes the filters) are summed there at once, found by the hash of the
+-- conversation id and the place (migration 190: integer keys); the owner, tier and conversation id are checked on
+-- the range's rows. (One range a window read 288 ranges for the 100 candidates of a common query: 0.8 ms at 100k.)
+lex_nb AS MATERIALIZED (
+    SELECT o.tier, o.conv_id, o.seq, o.words, x.len_b, x.len_c, x.len_a, x.id_b, x.id_c, x.id_a
+    FROM lex_cand o CROSS JOIN LATERAL (
+        SELECT sum(m.lexemes) FILTER (WHERE m.seq <= o.seq) AS len_b,
+               sum(m.lexemes) FILTER (WHERE m.seq BETWEEN o.seq - 1 AND o.seq + 1) AS len_c,
+               sum(m.lexemes) FILTER (WHERE m.seq >= o.seq) AS len_a,
+               max(m.id) FILTER (WHERE m.seq = o.seq - 1 AND {kept}) AS id_b,
+               max(m.id) FILTER (WHERE m.seq = o.seq AND {kept}) AS id_c,
+               max(m.id) FILTER (WHERE m.seq = o.seq + 1 AND {kept}) AS id_a
+        FROM ghostmem.message_lengths m
+        WHERE hashtextextended(m.conv_id, 0) = hashtextextended(o.conv_id, 0) AND m.seq BETWEEN o.seq - 2 AND o.seq + 2
+          AND m.owner = %(owner)s AND m.tier = o.tier AND m.conv_id = o.conv_id
+    ) x
+    WHERE o.words IS NOT NULL
+),
 lex_win AS MATERIALIZED (
-    SELECT w.tier, w.conv_id, w.seq, s.idf
+    SELECT w.tier, w.conv_id, w.seq, s.idf, w.id, w.len
     FROM (
-        SELECT o.tier, o.conv_id, o.seq + d.d AS seq, bit_or(o.words) AS words
-        FROM lex_cand o CROSS JOIN (VALUES (-1), (0), (1)) AS d(d)
-        WHERE o.words IS NOT NULL
+        SELECT o.tier, o.conv_id, o.seq + d.d AS seq, bit_or(o.words) AS words,
+               max(CASE d.d WHEN -1 THEN o.id_b WHEN 0 THEN o.id_c ELSE o.id_a END) AS id,
+               max(CASE d.d WHEN -1 THEN o.len_b WHEN 0 THEN o.len_c ELSE o.len_a END) AS len
+        FROM lex_nb o CROSS JOIN (VALUES (-1), (0), (1)) AS d(d)
         GROUP BY o.tier, o.conv_id, o.seq + d.d
     ) w CROSS JOIN lex_sums a
     CROSS JOIN LATERAL (
@@ -403,15 +421,9 @@ lex_win AS MATERIALIZED (
     ORDER BY s.idf DESC, w.tier, w.conv_id, w.seq
     LIMIT 3 * {depth}
 ),
-lex_doc AS MATERIALIZED (
-    SELECT w.tier, w.conv_id, w.idf, x.id, x.len
-    FROM lex_win w CROSS JOIN LATERAL (
-        SELECT max(m.id) FILTER (WHERE m.seq = w.seq AND {kept}) AS id, sum(m.lexemes) AS len
-        FROM ghostmem.message_lengths m
-        WHERE hashtextextended(m.conv_id, 0) = hashtextextended(w.conv_id, 0) AND m.seq BETWEEN w.seq - 1 AND w.seq + 1
-          AND m.owner = %(owner)s AND m.tier = w.tier AND m.conv_id = w.conv_id
-    ) x
-    WHERE x.id IS NOT NULL
+-- The windows whose centre passes the filters: the documents ranked.
+lex_doc AS NOT MATERIALIZED (
+    SELECT w.tier, w.conv_id, w.idf, w.id, w.len FROM lex_win w WHERE w.id IS NOT NULL
 ),
 lex_avgdl AS MATERIALIZED (
     SELECT greatest(avg(len), 1)::float8 AS avgdl FROM lex_doc

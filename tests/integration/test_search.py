@@ -29,7 +29,7 @@ from psycopg import Connection, sql
 from support.conversations import conversation, ids, import_generic
 from support.copies import owner_index, share_ids
 from support.embedders import CountingEmbedder
-from support.statements import inspecting
+from support.statements import inspecting, recording
 
 
 @pytest.fixture
@@ -316,6 +316,78 @@ def test_a_window_holds_the_words_of_its_candidates_whichever_way_its_idf_is_sum
             assert r["lex_cover"] == pytest.approx(expected, rel=1e-12), r
         found[bits] = [(r["id"], r["lex_rank"], r["lex_score"], r["lex_cover"]) for r in rows]
     assert found[default] == found[0]
+
+
+def test_a_windows_length_is_the_sum_of_its_messages_read_once_a_candidate(
+    gm: GhostMem, pg_dsn: str, tmp_path: Path
+) -> None:
+    """Each candidate's neighbourhood (seq - 2 to seq + 2) is read once and gives its three windows their lengths
+    and centres (session 30; one read a window before): every returned message's BM25 score equals a direct
+    computation from the stored words — its window's idf (the words of the candidates at its place and beside it)
+    times the length factor of the window's messages (length(tsv) summed over seq - 1 to seq + 1, a conversation's
+    first and last windows holding two), over the mean length of the ranked windows (those whose centre exists).
+    Candidates sit at every place of five-message threads, some beside another candidate (windows two candidates
+    share); another owner's conversations of the same ids, their messages far longer, never count."""
+    query = "zeppelin quokka"
+    threads = []
+    for i in range(20):
+        texts = [" ".join(f"w{i}k{k}n{j}" for j in range((3 * i + 7 * k) % 9 + 1)) for k in range(5)]
+        texts[i % 5] += " zeppelin"
+        if i % 2 == 0:
+            texts[(i + 1) % 5] += " quokka"
+        threads.append(texts)
+    other = f"other-{uuid.uuid4().hex[:6]}"
+    with GhostMem(dsn=pg_dsn, owner=other, embedder=HashEmbedder()) as og:
+        long = " ".join(f"filler{j}" for j in range(40))
+        import_generic(
+            og,
+            tmp_path / "other.jsonl",
+            [conversation(f"t{i}", "o", 1, [long, f"zeppelin {long}", long]) for i in range(20)],
+        )
+    import_generic(
+        gm, tmp_path / "mine.jsonl", [conversation(f"t{i}", "t", 1, texts) for i, texts in enumerate(threads)]
+    )
+    held, df, idf = _stored_words(gm, query)
+    assert set(df) == {"zeppelin", "quokka"} and all(0 < d < search.DF_CAP for d in df.values())
+    with gm.connection() as conn:
+        length = {
+            (conv, seq): n
+            for conv, seq, n in conn.execute(
+                "SELECT conv_id, seq, length(tsv) FROM ghostmem.messages WHERE owner = %s",
+                (gm.context.owner,),
+            )
+        }
+    candidates = {place for place, h in held.items() if h}
+
+    def near(conv: str, seq: int) -> list[tuple[str, int]]:
+        return [(conv, s) for s in (seq - 1, seq, seq + 1) if (conv, s) in length]
+
+    windows = {(conv, seq + d) for conv, seq in candidates for d in (-1, 0, 1)}
+    docs = {w: sum(length[p] for p in near(*w)) for w in windows if w in length}  # a window ranks its centre
+    assert any(len(near(*w)) == 2 for w in docs) and len(windows) < 3 * 50  # edges; no window cut
+    avgdl = max(sum(docs.values()) / len(docs), 1)
+    k1, b = search.BM25_K1, search.BM25_B
+    rows = _messages(gm, query, "lexical")
+    assert len(rows) == 50
+    for r in rows:
+        place = (r["conv_id"], r["seq"])
+        words = set().union(*(held[p] for p in near(*place) if p in candidates))
+        expected = sum(idf[w] for w in words) * (k1 + 1) / (1 + k1 * (1 - b + b * docs[place] / avgdl))
+        assert r["lex_score"] == pytest.approx(expected, rel=1e-12), (r, docs[place], avgdl)
+    # one read of the lengths a candidate, not one a window
+    seen: list[tuple[str, Params]] = []
+    args = SearchPersonalMemoryArgs(query=query, mode="lexical")
+    with gm.connection() as conn:
+        run_sync(recording(search_messages(gm.context, args, 50), conn, seen), conn, gm.embedder)
+        text, params = seen[-1]
+        plan = "\n".join(
+            str(row[0])
+            for row in conn.execute(
+                f"EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) {text}".encode(), params
+            )
+        )
+    read = plan.split("on message_lengths", 1)[1].split("\n", 1)[0]
+    assert f"loops={len(candidates)})" in read and len(candidates) < len(docs), plan
 
 
 def _stored_words(

@@ -494,17 +494,21 @@ def test_the_generic_plan_reads_through_the_indexes_beside_another_owner(
                     assert "CTE Scan on lex_sums" in lex_win and "sums[" in lex_win, lex_win
                     lex_sums = plan.split("CTE lex_sums", 1)[1].split("\n  CTE ", 1)[0]
                     assert "generate_series" in lex_sums and "CTE Scan on lex_idf" in lex_sums, lex_sums
-                    # the windows' lengths: a range of the narrow rows of 107, never the messages themselves, found
-                    # by integers (190: the conversation id's hash and the place), the place's texts checked after
-                    lex_doc = plan.split("CTE lex_doc", 1)[1].split("\n  CTE ", 1)[0]
-                    assert "using message_lengths_window on message_lengths" in lex_doc, lex_doc
-                    read = lex_doc.split("Index Cond: ", 1)[1].split("\n")
+                    # the windows' lengths: a range of the narrow rows of 107 a candidate (its neighbourhood, for
+                    # its three windows; session 30), never the messages themselves, found by integers (190: the
+                    # conversation id's hash and the place), the place's texts checked after; the windows themselves
+                    # read no lengths of their own
+                    lex_nb = plan.split("CTE lex_nb", 1)[1].split("\n  CTE ", 1)[0]
+                    assert "using message_lengths_window on message_lengths" in lex_nb, lex_nb
+                    assert "CTE Scan on lex_cand" in lex_nb, lex_nb
+                    read = lex_nb.split("Index Cond: ", 1)[1].split("\n")
                     key = "hashtextextended(conv_id, '0'::bigint)"
                     assert (
-                        read[0].lstrip("(").startswith(key) and f"= {key.replace('(', '(w.')}" in read[0]
-                    ), lex_doc
+                        read[0].lstrip("(").startswith(key) and f"= {key.replace('(', '(o.')}" in read[0]
+                    ), lex_nb
                     checked = read[1].strip().removeprefix("Filter: ")
-                    assert all(f"({c} = " in checked for c in ("owner", "tier", "conv_id")), lex_doc
+                    assert all(f"({c} = " in checked for c in ("owner", "tier", "conv_id")), lex_nb
+                    assert plan.count("on message_lengths") == 1, plan
                     assert "messages_conv_seq" not in plan, plan
 
 
