@@ -90,6 +90,13 @@ MESSAGE_EF_PER_DECADE = 100
 # would compile their expressions on every call, tens of milliseconds for statements that run in a few
 # (docs/search.md, "No JIT compilation").
 NO_JIT = sql.SQL("set_config('jit', 'off', true)")
+# A project's or a platform's conjunction fetch through its index of words (migration 250) keeps this many rows fewer
+# than its share of the depth, rounded down: the fetch of all the owner's kept the scope's rows in runs (a
+# conversation's matches are neighbours; of 44 project searches of the bench's million, 11 kept 0-1, two 13-14, mean
+# 3.4), and a fusion's top conversations lose at most a few to the lexical leg's, so a fetch of the mean in every
+# search displaced more of the nearest conversations than the runs did (docs/search.md, "An index of a project's or
+# a platform's words").
+SCOPE_FETCH_BELOW = 1
 DF_CAP = 100  # document frequencies are counted up to this; rarer lexemes gather the lexical candidates
 # A long query keeps its longest (most specific) lexemes; at most 64, the bits of a bigint (the window ranking).
 MAX_QUERY_TERMS = 64
@@ -187,8 +194,10 @@ class _Plan:
     graphs: tuple[str, ...] = ()  # the listed projects that have a graph of their own (migration 155)
     since: str | None = None  # an HNSW walk of the owner's recent messages' graph: its day (migration 210)
     platform_graph: str | None = None  # an HNSW walk of the platform's graph: the platform (migration 230)
-    # the conjunction fetch through the recent messages' words (migration 240): their day
-    recent_words: str | None = None
+    # the conjunction fetch through the words of a scope the filters keep: the column and value of the index's
+    # predicate, ("ts", day) for the recent messages' (migration 240), ("project" | "platform", name) for a
+    # project's or a platform's (migration 250)
+    words_scope: tuple[str, str] | None = None
     sampled: bool = False  # a quantized scan's scope read from the index alone: cut by its sample (200)
 
     @property
@@ -289,18 +298,19 @@ lex_terms AS MATERIALIZED (
         LIMIT {max_terms}
     ) q
 ),
--- The conjunction: messages holding every word. Under a time window that starts on or after the day of the owner's
--- index of its recent messages' words (migration 240: its predicate written in), read through that index, and only
--- the recent messages' share of the fetch (conj_limit of depth): as many of the window's messages, on average, as a
--- fetch of depth of all the owner's keeps, from a bitmap of the recent matches alone.
+-- The conjunction: messages holding every word. Under a filter that keeps a scope with an index of its own words (the
+-- owner's recent messages, migration 240, for a time window that starts on or after their day; a project or a
+-- platform, 250; the smallest: its predicate written in), read through that index, and only the scope's share of the
+-- fetch (conj_limit of depth): as many of the filter's messages, on average, as a fetch of depth of all the owner's
+-- keeps, from a bitmap of the scope's matches alone.
 lex_all AS MATERIALIZED (
     SELECT m.id, m.tier, m.conv_id, m.seq, {kept} AS kept FROM ghostmem.messages m
-    WHERE {owner}{recent}
+    WHERE {owner}{scope}
       AND ghostmem.owner_words(m.owner, m.tsv) @@ (SELECT string_agg(t.tq::text, ' & ')::tsquery FROM lex_terms t)
     LIMIT {conj_limit}
 ),
 -- Enough messages hold every word, or so many do (filters aside) that every word is common: the per-word fetches
--- below would only add arbitrary samples of common words, so they are skipped. A fetch of the recent messages that
+-- below would only add arbitrary samples of common words, so they are skipped. A fetch of a scope (above) that
 -- fills its share counts as a full one (n_all = depth): the words' df, and so their idf, are what a fetch of all
 -- the owner's messages gives.
 lex_enough AS MATERIALIZED (
@@ -586,14 +596,20 @@ _GRAPH_ARM = """(
 )"""
 
 
-def _recent_words(plan: _Plan) -> sql.Composable:
-    """The conjunction fetch's predicate of the owner's index of its recent messages' words (migration 240), the
-    owner and its day written in so that the generic plan proves it: only when the search's time window starts on or
-    after that day (the plan statement's ``recent_words``), where it keeps every message the window keeps."""
-    if plan.recent_words is None:
+def _scope_words(plan: _Plan) -> sql.Composable:
+    """The conjunction fetch's predicate of the index of a scope's words it reads (``plan.words_scope``): the owner's
+    recent messages' (migration 240: only when the search's time window starts on or after its day), or a project's
+    or a platform's (migration 250: the one the filter keeps), the owner and the scope written in so that the
+    generic plan proves the index's predicate; it keeps every message the filters keep."""
+    if plan.words_scope is None:
         return sql.SQL("")
-    return sql.SQL(" AND m.owner || '' = {owner} AND m.ts >= {since}::timestamptz").format(
-        owner=plan.literals["owner_constant"], since=_written(plan.recent_words)
+    column, value = plan.words_scope
+    if column == "ts":
+        scope = sql.SQL("m.ts >= {since}::timestamptz").format(since=_written(value))
+    else:
+        scope = sql.SQL("m.{column} = {value}").format(column=sql.Identifier(column), value=_written(value))
+    return sql.SQL(" AND m.owner || '' = {owner} AND {scope}").format(
+        owner=plan.literals["owner_constant"], scope=scope
     )
 
 
@@ -690,7 +706,7 @@ def _fused_messages(args: SearchPersonalMemoryArgs, plan: _Plan) -> sql.Composed
     if plan.lexical:
         legs.append(
             sql.SQL(_LEXICAL_LEG).format(
-                owner=_OWNER_CHECK, recent=_recent_words(plan), kept=_kept(args), **plan.literals
+                owner=_OWNER_CHECK, scope=_scope_words(plan), kept=_kept(args), **plan.literals
             )
         )
     if plan.vector:
@@ -981,34 +997,66 @@ def _titled(args: SearchPersonalMemoryArgs) -> tuple[sql.Composable, sql.Composa
 # when the search's time window starts on or after it, with the recent messages' share of the owner's (the window
 # row's recent_rows, since the graph's day, which the index shares, over the counts' all_rows: no count read again);
 # NULL without one or for a longer window. Looked up once (OFFSET 0, as the graph's day in _WINDOW). A search by words
-# alone reads no window row: its conjunction fetch reads the owner's whole index.
+# alone reads no window row: its conjunction fetch reads the owner's whole index. Each of the words columns is
+# ARRAY[column, value, share] (:func:`_scope_conjunction`).
 _RECENT_WORDS = sql.SQL(
     "(SELECT CASE WHEN now() - make_interval(days => p.days) >= r.since::timestamptz AND w.recent_rows IS NOT NULL"
-    " THEN ARRAY[r.since, (w.recent_rows::float8 / greatest(k.all_rows, 1))::text] END"
+    " THEN ARRAY['ts', r.since, (w.recent_rows::float8 / greatest(k.all_rows, 1))::text] END"
     " FROM (SELECT obj_description(to_regclass('ghostmem.' || ghostmem.recent_words_name(p.owner)), 'pg_class')"
     " AS since OFFSET 0) r)"
 )
+# The ``project_words`` column: the project when the filter keeps one project of the owner's (the counts' matching
+# projects, :func:`_counts`) and no conversation by its title, and that project has an index of its words (migration
+# 250, named project_words_name(owner, project)), with its share of the owner's messages of the searched tiers.
+_PROJECT_WORDS = sql.SQL(
+    "CASE WHEN cardinality(k.projects) = 1 AND cardinality(t.ids) = 0 AND k.owner_rows > 0"
+    " AND to_regclass('ghostmem.' || ghostmem.project_words_name(p.owner, k.projects[1])) IS NOT NULL"
+    " THEN ARRAY['project', k.projects[1], (k.project_rows::float8 / k.owner_rows)::text] END"
+)
+# The ``platform_words`` column: the platform when it has an index of its words (migration 250), with its share.
+_PLATFORM_WORDS = sql.SQL(
+    "CASE WHEN k.owner_rows > 0"
+    " AND to_regclass('ghostmem.' || ghostmem.platform_words_name(p.owner, p.platform)) IS NOT NULL"
+    " THEN ARRAY['platform', p.platform, (k.platform_rows::float8 / k.owner_rows)::text] END"
+)
+_WORDS_COLUMNS = ("recent_words", "project_words", "platform_words")
 
 
-def _recent_words_column(args: SearchPersonalMemoryArgs) -> sql.Composable:
-    return _RECENT_WORDS if args.days is not None else sql.SQL("NULL::text[]")
+def _words_columns(args: SearchPersonalMemoryArgs, lexical: bool) -> sql.Composable:
+    """The plan statement's words columns (:data:`_WORDS_COLUMNS`) of a hybrid search (NULL for a search by meaning
+    alone, or a filter it does not have)."""
+    given = (args.days is not None, args.project is not None, args.platform is not None)
+    columns = (_RECENT_WORDS, _PROJECT_WORDS, _PLATFORM_WORDS)
+    return sql.SQL(", ").join(
+        sql.SQL("{value} AS {name}").format(
+            value=column if lexical and wanted else sql.SQL("NULL::text[]"), name=sql.Identifier(name)
+        )
+        for name, column, wanted in zip(_WORDS_COLUMNS, columns, given, strict=True)
+    )
 
 
-def _recent_conjunction(
-    literals: dict[str, sql.Composable], depth: int, recent: list[str] | None
-) -> str | None:
-    """The day of the owner's index of its recent words when the conjunction fetch reads it (else None), and that
-    fetch's size: the recent messages' share of the owner's of ``depth`` (and of DF_CAP for ``enough``), so that
-    the fetch keeps as many of the window's messages as a fetch of ``depth`` of all the owner's would."""
+def _scope_conjunction(
+    literals: dict[str, sql.Composable], depth: int, scopes: Sequence[list[str] | None]
+) -> tuple[str, str] | None:
+    """The scope whose index of words the conjunction fetch reads (else None): of the plan statement's words columns
+    (``[column, value, share]``), the smallest share, and that fetch's size: for the recent messages (migration 240)
+    their share of the owner's messages of ``depth``, rounded up (and of DF_CAP for ``enough``), so that the fetch
+    keeps as many of the window's messages, on average, as a fetch of ``depth`` of all the owner's would; for a
+    project or a platform (migration 250) that share rounded down and :data:`SCOPE_FETCH_BELOW` fewer, at least 1."""
     literals["conj_limit"] = sql.Literal(depth)
     literals["conj_enough"] = sql.Literal(DF_CAP)
-    if recent is None:
+    found = [s for s in scopes if s is not None]
+    if not found:
         return None
-    share = min(max(float(recent[1]), 0.0), 1.0)
-    limit = max(1, math.ceil(depth * share))
+    column, value, shared = min(found, key=lambda s: float(s[2]))
+    share = min(max(float(shared), 0.0), 1.0)
+    # a project's or a platform's fetch: below its share (see SCOPE_FETCH_BELOW)
+    limit = max(
+        1, math.ceil(depth * share) if column == "ts" else math.floor(depth * share) - SCOPE_FETCH_BELOW
+    )
     literals["conj_limit"] = sql.Literal(limit)
     literals["conj_enough"] = sql.Literal(min(limit, max(1, math.ceil(DF_CAP * share))))
-    return recent[0]
+    return column, value
 
 
 _OWNER_GRAPH_ROWS = sql.SQL("k.all_rows")  # the owner's messages of every tier (:func:`_counts`): its graph's
@@ -1154,13 +1202,12 @@ def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int, floor: flo
     if not vector:
         rows = yield Query(
             sql.SQL(
-                "SELECT {settings}, {owner_rows} AS owner_rows, {titled} AS titled, {recent_words} AS recent_words"
-                " FROM {values}{t}"
+                "SELECT {settings}, {owner_rows} AS owner_rows, {titled} AS titled, {words} FROM {values}{t}"
             ).format(
                 settings=settings,
                 owner_rows=_OWNER_ROWS,
                 titled=titled,
-                recent_words=sql.SQL("NULL::text[]"),
+                words=_words_columns(args, False),
                 values=_SEARCH_VALUES,
                 t=titled_rows,
             ),
@@ -1168,8 +1215,8 @@ def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int, floor: flo
         )
         stored = bool(rows[0]["owner_rows"])
         params["titled"] = rows[0]["titled"]
-        recent = _recent_conjunction(literals, depth, rows[0]["recent_words"])
-        return _Plan(params, literals, lexical, vector, stored, recent_words=recent)
+        scope = _scope_conjunction(literals, depth, [rows[0][c] for c in _WORDS_COLUMNS])
+        return _Plan(params, literals, lexical, vector, stored, words_scope=scope)
     # The graph an HNSW walk would take, the smallest that holds the scope: the owner's recent messages' when the
     # time window is within them (migration 210), the platform's (230), else the owner's whole graph (163).
     graph_rows: list[sql.Composable] = []
@@ -1193,7 +1240,7 @@ def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int, floor: flo
                                 AND m.tier = ANY(p.tiers))
             ) AS speakers, {share} AS share, k.owner_rows, {scope_rows} AS scope_rows, {projects} AS projects,
             {graphs} AS graphs, {graph_rows} AS graph_rows, {walked_rows} AS owner_graph_rows, {since} AS since,
-            {titled} AS titled, {platform_graph_rows} AS platform_graph_rows, {recent_words} AS recent_words
+            {titled} AS titled, {platform_graph_rows} AS platform_graph_rows, {words}
             FROM {values} CROSS JOIN LATERAL {counts}{window}{titled_rows}
             """
         ).format(
@@ -1225,7 +1272,7 @@ def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int, floor: flo
             else sql.SQL(""),
             titled=titled,
             titled_rows=titled_rows,
-            recent_words=_recent_words_column(args) if lexical else sql.SQL("NULL::text[]"),
+            words=_words_columns(args, lexical),
         ),
         {**setting_params, **params, "names": _speaker_candidates(args.query)},
     )
@@ -1243,8 +1290,8 @@ def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int, floor: flo
         # No message in scope (an empty store, a project, platform or time window without any): the vector leg
         # could find nothing, so the query is not embedded (on a new home that would first prepare the model,
         # ~20 s); a search by meaning alone then runs no leg at all.
-        recent = _recent_conjunction(literals, depth, rows[0]["recent_words"])
-        return _Plan(params, literals, lexical, False, stored, recent_words=recent)
+        scope = _scope_conjunction(literals, depth, [rows[0][c] for c in _WORDS_COLUMNS])
+        return _Plan(params, literals, lexical, False, stored, words_scope=scope)
     candidates = quantized_candidates(vec_depth)
     literals["candidates"] = sql.Literal(candidates)
     literals["sample_rank"] = sql.Literal(quantized_sample_rank(candidates))
@@ -1297,7 +1344,7 @@ def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int, floor: flo
         since=since,
         platform_graph=platform_graph,
         sampled=index_only,
-        recent_words=_recent_conjunction(literals, depth, rows[0]["recent_words"]),
+        words_scope=_scope_conjunction(literals, depth, [rows[0][c] for c in _WORDS_COLUMNS]),
     )
 
 

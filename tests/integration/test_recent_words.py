@@ -8,7 +8,6 @@ day and goes with the graph; a role that may not build cannot drop, alter or re-
 from __future__ import annotations
 
 import hashlib
-import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,11 +16,9 @@ import psycopg
 import pytest
 from ghostmem import GhostMem, HashEmbedder, maintenance
 from ghostmem.args import SearchPersonalMemoryArgs
-from ghostmem.program import run_sync
-from ghostmem.search import search_messages
 from support.conversations import conversation, import_generic
-from support.databases import app_login, graph_store
-from support.statements import recording
+from support.databases import app_login, graph_store, index_refused_to_the_application
+from support.statements import conjunction_search, message_indexes
 
 SIZE = 40  # recent_graph_rows in these tests
 SAID = ["deploy plan for the release", "the deploy plan is ready", "rollback steps", "release notes drafted"]
@@ -41,13 +38,7 @@ def words_name(owner: str) -> str:
 def recent_words(conn: psycopg.Connection[Any]) -> dict[str, tuple[str, str | None, str]]:
     """Each partial index of ghostmem.messages named as migration 240 names them: name -> (predicate, comment,
     definition)."""
-    rows = conn.execute(
-        "SELECT c.relname, pg_get_expr(i.indpred, i.indrelid), obj_description(c.oid, 'pg_class'),"
-        " pg_get_indexdef(c.oid)"
-        " FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid"
-        " WHERE i.indrelid = 'ghostmem.messages'::regclass AND c.relname LIKE 'messages\\_recent\\_words\\_%'"
-    ).fetchall()
-    return {r[0]: (r[1], r[2], r[3]) for r in rows}
+    return message_indexes(conn, "messages\\_recent\\_words\\_")
 
 
 def graph_day(conn: psycopg.Connection[Any], owner: str) -> str | None:
@@ -86,18 +77,7 @@ def _search(gm: GhostMem, days: int | None, mode: str = "lexical") -> tuple[list
     """The fused rows of a search (floor off) and the GIN indexes of words its conjunction fetch (lex_all) reads in
     the statement's generic plan (the plan statement made plans generic in the transaction)."""
     args = SearchPersonalMemoryArgs(query="deploy plan release", mode=mode, days=days, limit=20)
-    seen: list[tuple[str, Any]] = []
-    with gm.connection() as conn:
-        rows = run_sync(
-            recording(search_messages(gm.context, args, depth=60, floor=-1), conn, seen), conn, gm.embedder
-        )
-        text, params = seen[-1]
-        plan = "\n".join(r[0] for r in conn.execute(f"EXPLAIN (COSTS OFF) {text}".encode(), params))
-    fetch = plan[plan.index("CTE lex_all") : plan.index("CTE lex_enough")]
-    assert "Seq Scan" not in fetch and "BitmapAnd" not in fetch, plan
-    return rows, set(
-        re.findall(r"Bitmap Index Scan on (messages_(?:owner_words|recent_words_[0-9a-f]{40}))", fetch)
-    )
+    return conjunction_search(gm, args, r"messages_(?:owner_words|recent_words_[0-9a-f]{40})")
 
 
 def test_a_large_owner_gets_an_index_of_its_recent_words_and_a_window_within_it_reads_it(store: str) -> None:
@@ -218,16 +198,8 @@ def test_an_application_may_neither_build_drop_alter_nor_re_date_the_index(store
     name = words_name(OWNERS[0])
     with app_login(store) as app_dsn, psycopg.connect(app_dsn, autocommit=True) as conn:
         assert maintenance.build_recent_words(conn, OWNERS[0]) == 0
-        for role in (None, "ghostmem_runtime"):
-            if role:
-                conn.execute(f"SET ROLE {role}")
-            for statement in (
-                "SELECT ghostmem.build_recent_words('bob')",
-                f"COMMENT ON INDEX ghostmem.{name} IS '2000-01-01T00:00:00+00'",
-                f"ALTER INDEX ghostmem.{name} SET (gin_pending_list_limit = 4096)",
-                f"DROP INDEX ghostmem.{name}",
-            ):
-                with pytest.raises(psycopg.errors.InsufficientPrivilege):
-                    conn.execute(statement.replace("%", "%%").encode())
+        index_refused_to_the_application(
+            conn, "SELECT ghostmem.build_recent_words('bob')", name, "2000-01-01T00:00:00+00"
+        )
     with psycopg.connect(store) as admin:
         assert recent_words(admin)[name][1] == graph_day(admin, OWNERS[0])

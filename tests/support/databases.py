@@ -91,3 +91,25 @@ def graphs_where(conn: psycopg.Connection[Any], predicate: str) -> dict[str, tup
     """The graphs of :func:`vector_graphs` whose predicate begins with ``predicate`` (``(ts >=``: the recent
     messages', migration 210; ``(platform =``: a platform's, 230)."""
     return {name: graph for name, graph in vector_graphs(conn).items() if graph[0].startswith(predicate)}
+
+
+def index_refused_to_the_application(
+    conn: psycopg.Connection[Any], build: str, index: str, comment: str
+) -> None:
+    """The maintenance statement ``build`` and a DROP, an ALTER and a COMMENT (as ``comment``) of the index
+    ghostmem.``index`` each fail for lack of privilege on ``conn`` (an application's login, :func:`app_login`,
+    autocommit) as the login and as the runtime role it may take (left set on ``conn``)."""
+    import pytest
+
+    statements = [
+        build,
+        f"COMMENT ON INDEX ghostmem.{index} IS '{comment}'",
+        f"ALTER INDEX ghostmem.{index} SET (gin_pending_list_limit = 4096)",
+        f"DROP INDEX ghostmem.{index}",
+    ]
+    for role in (None, "ghostmem_runtime"):
+        if role:
+            conn.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(role)))
+        for statement in statements:
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                conn.execute(statement.replace("%", "%%").encode())

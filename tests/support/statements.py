@@ -138,3 +138,38 @@ def read_without_jit(conn: Connection[Any], read: Callable[[], T]) -> T:
         return result
     finally:
         conn.execute("RESET jit")
+
+
+def message_indexes(conn: Connection[Any], prefix: str) -> dict[str, tuple[str, str | None, str]]:
+    """Each index of ghostmem.messages whose name begins with ``prefix`` (a LIKE pattern, ``_`` escaped): name ->
+    (its predicate, its comment, its definition)."""
+    rows = conn.execute(
+        "SELECT c.relname, pg_get_expr(i.indpred, i.indrelid), obj_description(c.oid, 'pg_class'),"
+        " pg_get_indexdef(c.oid)"
+        " FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid"
+        " WHERE i.indrelid = 'ghostmem.messages'::regclass AND c.relname LIKE %s",
+        (prefix + "%",),
+    ).fetchall()
+    return {r[0]: (r[1], r[2], r[3]) for r in rows}
+
+
+def conjunction_search(gm: Any, args: Any, names: str) -> tuple[list[Any], set[str]]:
+    """The fused rows of ``args``'s search by ``gm`` (a GhostMem; depth 60, floor off) and the GIN indexes of words
+    (names matching the regular expression ``names``) that its conjunction fetch (``lex_all``) reads in the
+    statement's generic plan (EXPLAINed in the search's transaction, where its plan statement made plans generic);
+    none without a lexical leg. The fetch never reads the table whole nor ANDs two bitmaps."""
+    from ghostmem.program import run_sync
+    from ghostmem.search import search_messages
+
+    seen: list[tuple[str, Params]] = []
+    with gm.connection() as conn:
+        rows = run_sync(
+            recording(search_messages(gm.context, args, depth=60, floor=-1), conn, seen), conn, gm.embedder
+        )
+        text, params = seen[-1]
+        plan = "\n".join(r[0] for r in conn.execute(f"EXPLAIN (COSTS OFF) {text}".encode(), params))
+    if "CTE lex_all" not in plan:
+        return rows, set()
+    fetch = plan[plan.index("CTE lex_all") : plan.index("CTE lex_enough")]
+    assert "Seq Scan" not in fetch and "BitmapAnd" not in fetch, plan
+    return rows, set(re.findall(rf"Bitmap Index Scan on ({names})", fetch))
