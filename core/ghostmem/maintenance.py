@@ -205,7 +205,20 @@ def build_project_graphs(conn: Connection[Any], owner: str) -> int:
         return 0
     with conn.transaction():
         row = conn.execute("SELECT ghostmem.build_project_graphs(%s)", (owner,)).fetchone()
-    return (int(row[0]) if row else 0) + build_recent_words(conn, owner) + build_scope_words(conn, owner)
+    built = (int(row[0]) if row else 0) + build_recent_words(conn, owner) + build_scope_words(conn, owner)
+    merge_pending_lists(conn)
+    return built
+
+
+def merge_pending_lists(conn: Connection[Any]) -> int:
+    """Merge what the GIN indexes of messages and conversations have queued (migration 260: every scan of such an
+    index reads its whole pending list, up to 32 pages), so that the searches after an import or embedding read
+    none; returns the pages merged. A role that may not (an application's) skips it: vacuum merges them."""
+    if not _may_execute(conn, "ghostmem.merge_pending_lists()"):
+        return 0
+    with conn.transaction():
+        row = conn.execute("SELECT ghostmem.merge_pending_lists()").fetchone()
+    return int(row[0]) if row else 0
 
 
 def build_recent_words(conn: Connection[Any], owner: str) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,7 @@ from psycopg import Connection
 from psycopg.rows import dict_row
 from support.conversations import conversation, import_generic
 from support.copies import owner_index, share_ids, vector_bits, vector_partitions, word_counts
-from support.databases import fresh_database
+from support.databases import app_login, fresh_database
 from support.statements import (
     PENDING_LIST_OPTIONS,
     PROJECT_FETCH,
@@ -30,6 +31,8 @@ from support.statements import (
     check_short_pending_lists,
     generic_plan,
     gin_options,
+    index_pages,
+    merge_pending,
     read_without_jit,
     recording,
 )
@@ -598,35 +601,91 @@ def test_a_search_never_compiles_its_statement(gm: GhostMem, tmp_path: Path, mod
     assert found.rows
 
 
+def _ledger(n: int, start: int = 0) -> list[dict[str, Any]]:
+    return [
+        conversation(
+            f"c{i}",
+            f"ledger topic {i}",
+            i % 20,
+            [f"ledger entry {i} kiwi{i} mango{i % 7}", f"noted {i} papaya{i} guava{i}"] * 2,
+            project=f"books{i % 5}/ledger",
+        )
+        for i in range(start, start + n)
+    ]
+
+
+@contextmanager
+def _migrated_with_app(server_dsn: str, prefix: str) -> Iterator[tuple[str, str]]:
+    """A migrated database of its own and an application's login to it (``ghostmem grant-app``)."""
+    with fresh_database(server_dsn, prefix) as dsn:
+        with GhostMem(dsn=dsn, owner="setup", embedder=HashEmbedder()) as gm:
+            gm.connect()
+        with app_login(dsn) as app_dsn:
+            yield dsn, app_dsn
+
+
+_FETCHES = [
+    (WORD_FETCH, {"owner": "a", "lexeme": "papaya7"}, SEARCHED_GIN[0]),
+    (TITLE_FETCH, {"pattern": "%topic 7%"}, SEARCHED_GIN[1]),
+    (PROJECT_FETCH, {"pattern": "%books3%"}, SEARCHED_GIN[2]),
+]
+
+
 def test_what_a_search_scan_reads_of_the_queued_writes_is_bounded(server_dsn: str, tmp_path: Path) -> None:
     """A GIN index queues what is written in a pending list that every scan reads whole until it is merged. The
     indexes a search reads (the words', the titles' and projects' trigrams) merge theirs at 256 kB (migration 116):
-    after an import of 400 conversations each holds at most 32 pending pages (with PostgreSQL's 4 MB it held
-    69, 67 and 56, read by every fetch), and a fetch reads at most that many pages more than once they are merged."""
-    fetches = [
-        (WORD_FETCH, {"owner": "a", "lexeme": "papaya7"}, SEARCHED_GIN[0]),
-        (TITLE_FETCH, {"pattern": "%topic 7%"}, SEARCHED_GIN[1]),
-        (PROJECT_FETCH, {"pattern": "%books3%"}, SEARCHED_GIN[2]),
-    ]
-    with fresh_database(server_dsn, "ghostmem_gin") as dsn:
-        convs = [
-            conversation(
-                f"c{i}",
-                f"ledger topic {i}",
-                i % 20,
-                [f"ledger entry {i} kiwi{i} mango{i % 7}", f"noted {i} papaya{i} guava{i}"] * 2,
-                project=f"books{i % 5}/ledger",
-            )
-            for i in range(400)
-        ]
-        with GhostMem(dsn=dsn, owner="a", embedder=HashEmbedder()) as gm:
-            import_generic(gm, tmp_path / "a.jsonl", convs)
-            with gm.connection() as conn:
-                assert gin_options(conn) == dict.fromkeys(SEARCHED_GIN, PENDING_LIST_OPTIONS)
-                check_short_pending_lists(conn, fetches)
+    after an import of 400 conversations by an application's login (which merges nothing at its end, migration
+    260) each holds at most 32 pending pages (with PostgreSQL's 4 MB it held 69, 67 and 56, read by every fetch),
+    and a fetch reads at most that many pages more than once they are merged."""
+    with _migrated_with_app(server_dsn, "ghostmem_gin") as (dsn, app_dsn):
+        with GhostMem(dsn=app_dsn, owner="a", embedder=HashEmbedder()) as gm:
+            import_generic(gm, tmp_path / "a.jsonl", _ledger(400))
             assert [r.conv_id for r in gm.search_personal_memory("papaya7", mode="lexical").data.rows] == [
                 "c7"
             ]
+        with psycopg.connect(dsn) as conn:
+            assert gin_options(conn) == dict.fromkeys(SEARCHED_GIN, PENDING_LIST_OPTIONS)
+            check_short_pending_lists(conn, _FETCHES)
+
+
+def test_an_import_leaves_nothing_queued_in_the_indexes_a_search_reads(
+    server_dsn: str, tmp_path: Path
+) -> None:
+    """Migration 260: the end of an import (maintenance.build_project_graphs, as after an embedding or reembed)
+    merges the pending list of every GIN index of messages and conversations, so the searches after it read no
+    queued entries: what an application's import queued (a fetch then reads more pages) is merged by the owner's
+    next import, after which each fetch reads what it reads once merged. Attack: the application's login may
+    execute neither the merge function nor gin_clean_pending_list itself (it does not own the indexes)."""
+    with _migrated_with_app(server_dsn, "ghostmem_gin_merged") as (dsn, app_dsn):
+        with psycopg.connect(dsn, autocommit=True) as admin:  # autovacuum merges the lists whenever it runs
+            for table in ("messages", "conversations"):
+                admin.execute(f"ALTER TABLE ghostmem.{table} SET (autovacuum_enabled = false)")
+        with GhostMem(dsn=app_dsn, owner="a", embedder=HashEmbedder()) as gm:
+            import_generic(gm, tmp_path / "a.jsonl", _ledger(400))
+        with psycopg.connect(app_dsn, autocommit=True) as app:
+            assert maintenance.merge_pending_lists(app) == 0  # skipped
+            for statement in (
+                "SELECT ghostmem.merge_pending_lists()",
+                "SELECT gin_clean_pending_list('ghostmem.messages_owner_words'::regclass)",
+            ):
+                with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                    app.execute(statement)
+        with psycopg.connect(dsn) as conn:
+            queued = [index_pages(conn, *fetch) for fetch in _FETCHES]
+        with GhostMem(dsn=dsn, owner="a", embedder=HashEmbedder()) as gm:
+            import_generic(gm, tmp_path / "b.jsonl", _ledger(1, start=400))
+            assert [r.conv_id for r in gm.search_personal_memory("papaya7", mode="lexical").data.rows] == [
+                "c7"
+            ]
+        with psycopg.connect(dsn) as conn:
+            after = [index_pages(conn, *fetch) for fetch in _FETCHES]
+            assert merge_pending(conn, SEARCHED_GIN) == [0, 0, 0]
+            merged = [index_pages(conn, *fetch) for fetch in _FETCHES]
+        assert after == merged and all(q > m for q, m in zip(queued, merged, strict=True)), (queued, merged)
+        with psycopg.connect(dsn) as conn:  # and the function returns the pages it merged
+            conn.execute("UPDATE ghostmem.messages SET text = text || ' x' WHERE owner = 'a' AND seq < 2")
+            conn.commit()
+            assert maintenance.merge_pending_lists(conn) > 0 and maintenance.merge_pending_lists(conn) == 0
 
 
 def test_the_vector_leg_chooses_the_cheapest_scan() -> None:
