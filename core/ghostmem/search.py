@@ -1008,6 +1008,15 @@ _RECENT_WORDS = sql.SQL(
 # The ``project_words`` column: the project when the filter keeps one project of the owner's (the counts' matching
 # projects, :func:`_counts`) and no conversation by its title, and that project has an index of its words (migration
 # 250, named project_words_name(owner, project)), with its share of the owner's messages of the searched tiers.
+# The ``recent_words`` column of an unfiltered hybrid search: the same index's day, its share 1: the conjunction
+# fetch (depth messages holding every word, an arbitrary sample when more do) takes the owner's recent messages'
+# instead of its whole index's first ones in the table's order. At a million messages the whole index's AND of six
+# common words decodes their 16k-48k-entry lists (2.7 ms median, 4 ms at worst); the recent index's are a sixth.
+_RECENT_WORDS_UNFILTERED = sql.SQL(
+    "(SELECT CASE WHEN r.since IS NOT NULL THEN ARRAY['ts', r.since, '1'] END"
+    " FROM (SELECT obj_description(to_regclass('ghostmem.' || ghostmem.recent_words_name(p.owner)), 'pg_class')"
+    " AS since OFFSET 0) r)"
+)
 _PROJECT_WORDS = sql.SQL(
     "CASE WHEN cardinality(k.projects) = 1 AND cardinality(t.ids) = 0 AND k.owner_rows > 0"
     " AND to_regclass('ghostmem.' || ghostmem.project_words_name(p.owner, k.projects[1])) IS NOT NULL"
@@ -1024,9 +1033,11 @@ _WORDS_COLUMNS = ("recent_words", "project_words", "platform_words")
 
 def _words_columns(args: SearchPersonalMemoryArgs, lexical: bool) -> sql.Composable:
     """The plan statement's words columns (:data:`_WORDS_COLUMNS`) of a hybrid search (NULL for a search by meaning
-    alone, or a filter it does not have)."""
+    alone, or a filter it does not have; an unfiltered search's recent words: :data:`_RECENT_WORDS_UNFILTERED`)."""
     given = (args.days is not None, args.project is not None, args.platform is not None)
     columns = (_RECENT_WORDS, _PROJECT_WORDS, _PLATFORM_WORDS)
+    if not any(given):
+        given, columns = (True, False, False), (_RECENT_WORDS_UNFILTERED, _PROJECT_WORDS, _PLATFORM_WORDS)
     return sql.SQL(", ").join(
         sql.SQL("{value} AS {name}").format(
             value=column if lexical and wanted else sql.SQL("NULL::text[]"), name=sql.Identifier(name)

@@ -8,6 +8,7 @@ day and goes with the graph; a role that may not build cannot drop, alter or re-
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,9 +17,11 @@ import psycopg
 import pytest
 from ghostmem import GhostMem, HashEmbedder, maintenance
 from ghostmem.args import SearchPersonalMemoryArgs
+from ghostmem.program import run_sync
+from ghostmem.search import search_messages
 from support.conversations import conversation, import_generic
 from support.databases import app_login, graph_store, index_refused_to_the_application
-from support.statements import conjunction_search, message_indexes
+from support.statements import conjunction_search, message_indexes, recording
 
 SIZE = 40  # recent_graph_rows in these tests
 SAID = ["deploy plan for the release", "the deploy plan is ready", "rollback steps", "release notes drafted"]
@@ -83,10 +86,11 @@ def _search(gm: GhostMem, days: int | None, mode: str = "lexical") -> tuple[list
 def test_a_large_owner_gets_an_index_of_its_recent_words_and_a_window_within_it_reads_it(store: str) -> None:
     """Each owner past the size gets an index of its own messages since its recent graph's day (the same day, the
     comment; the owner written into the predicate; the short pending list of migration 116), the smaller owner
-    none. A hybrid search of the last 7 or 21 days fetches the conjunction through the owner's own index, a window
-    of 60 days or none, and a search by words alone (its plan statement reads no window row), through the owner's
-    whole index; every search returns what it returns
-    without the index (the same rows at the same scores), the owner's messages of the window alone."""
+    none. A hybrid search of the last 7 or 21 days, or of no window (its conjunction: the recent messages'), fetches
+    the conjunction through the owner's own index, a window of 60 days and a search by words alone (its plan
+    statement reads no window row) through the owner's whole index; every windowed search and every search by words
+    alone returns what it returns without the index (the same rows at the same scores), the owner's messages of the
+    window alone."""
     with psycopg.connect(store) as admin:
         found = recent_words(admin)
         days = {o: graph_day(admin, o) for o in OWNERS}
@@ -111,7 +115,7 @@ def test_a_large_owner_gets_an_index_of_its_recent_words_and_a_window_within_it_
                     rows, read = _search(gm, window, mode)
                     want = (
                         {words_name(owner)}
-                        if window in (7, 21) and mode == "hybrid"
+                        if window in (7, 21, None) and mode == "hybrid"
                         else {"messages_owner_words"}
                     )
                     assert read == want, (owner, window, mode, read)
@@ -126,6 +130,8 @@ def test_a_large_owner_gets_an_index_of_its_recent_words_and_a_window_within_it_
                 for mode in ("lexical", "hybrid"):
                     rows, read = _search(gm, window, mode)
                     assert read == {"messages_owner_words"}
+                    if window is None and mode == "hybrid":
+                        continue  # its conjunction was the recent messages' (the next test)
                     assert [(r["id"], r["score"]) for r in rows] == results[(owner, window, mode)], (
                         owner,
                         window,
@@ -161,6 +167,50 @@ def test_the_recent_conjunction_is_the_windows_messages_holding_every_word(store
     found = {r["id"] for r in rows}
     assert want <= found <= window
     assert not found & theirs
+
+
+def test_an_unfiltered_conjunction_is_the_recent_messages_holding_every_word(store: str) -> None:
+    """A direct computation: an unfiltered hybrid search's conjunction fetch (lex_all) reads the owner's index of its
+    recent messages' words, and is the owner's messages since the index's day whose words hold every query word (all
+    of them when fewer than the fetch's size do), none older, none of another owner holding the same messages with
+    an index of its own (attack: its rows never come back); the smaller owner, without such an index, fetches
+    through the whole index, its own messages alone."""
+    owner, other = OWNERS
+    with psycopg.connect(store) as admin:
+        since = graph_day(admin, owner)
+        mine = {r[0] for r in admin.execute("SELECT id FROM ghostmem.messages WHERE owner = %s", (owner,))}
+        want = {
+            r[0]
+            for r in admin.execute(
+                "SELECT id FROM ghostmem.messages WHERE owner = %s AND ts >= %s::timestamptz"
+                " AND tsvector_to_array(tsv) @> tsvector_to_array(ghostmem.lexemes('deploy plan release', true))",
+                (owner, since),
+            )
+        }
+        theirs = {r[0] for r in admin.execute("SELECT id FROM ghostmem.messages WHERE owner = %s", (other,))}
+        bobs = {r[0] for r in admin.execute("SELECT id FROM ghostmem.messages WHERE owner = 'bob'")}
+    assert want and since is not None
+    seen: list[Any] = []
+    with GhostMem(dsn=store, owner=owner, embedder=HashEmbedder()) as gm:
+        rows, read = _search(gm, None, "hybrid")
+        with gm.connection() as conn:
+            args = SearchPersonalMemoryArgs(query="deploy plan release", mode="hybrid", limit=20)
+            run_sync(
+                recording(search_messages(gm.context, args, depth=60, floor=-1), conn, seen),
+                conn,
+                gm.embedder,
+            )
+            text, params = seen[-1]
+            cut = re.sub(r"--[^\n]*", "", text[: text.index("lex_enough AS")]).rstrip().rstrip(",")
+            fetched = {r[0] for r in conn.execute(f"{cut} SELECT id FROM lex_all".encode(), params)}
+    assert read == {words_name(owner)}
+    assert fetched == want  # fewer than the fetch's 60 hold every word here: all of the recent ones
+    found = {r["id"] for r in rows}
+    assert want <= found <= mine and not found & theirs
+    with GhostMem(dsn=store, owner="bob", embedder=HashEmbedder()) as gm:
+        rows, read = _search(gm, None, "hybrid")
+    assert read == {"messages_owner_words"}
+    assert rows and {r["id"] for r in rows} <= bobs
 
 
 def test_the_index_follows_the_graphs_day_and_goes_with_it(store: str) -> None:
