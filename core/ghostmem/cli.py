@@ -363,6 +363,15 @@ def cmd_embed(args: argparse.Namespace) -> int:
     return 0
 
 
+@command("maintain")
+def cmd_maintain(args: argparse.Namespace) -> int:
+    """Bring the search's large-store speedups up to date as the end of an import does (a store fed by capture)."""
+    with store(args) as gm:
+        report = gm.maintain(every_owner=args.every_owner)
+    emit(args, report.render(), report.to_dict())
+    return 0
+
+
 @command("forget")
 def cmd_forget(args: argparse.Namespace) -> int:
     """Delete a conversation with its messages and vectors, and keep it from coming back on the next import (or,
@@ -656,6 +665,16 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-progress",
         action="store_true",
         help="no progress display (it is shown only on an interactive terminal anyway)",
+    )
+    p = sub.add_parser(
+        "maintain",
+        parents=[common],
+        help="build the owner's search indexes an import would (graphs, words, statistics): for captured stores",
+    )
+    p.add_argument(
+        "--every-owner",
+        action="store_true",
+        help="every owner's, not only --owner's (the schema owner's role)",
     )
     p = sub.add_parser("forget", parents=[common], help="delete a conversation and never import it again")
     p.add_argument("conv_id", help="the conversation id (as shown in row headers)")

@@ -41,7 +41,7 @@ from ghostmem.program import run_async, run_sync
 
 if TYPE_CHECKING:
     from ghostmem.ingest import ImportReport
-    from ghostmem.maintenance import EmbedReport
+    from ghostmem.maintenance import EmbedReport, MaintainReport
     from ghostmem.records import MessageRecord, Platform
     from ghostmem.store import SaveResult
 
@@ -342,6 +342,15 @@ class GhostMem(_Base, SyncOps):
 
         with self.connection() as conn:
             return maintenance.enrich(conn, self.owner)
+
+    def maintain(self, *, every_owner: bool = False) -> MaintainReport:
+        """Bring this owner's (``every_owner``: every owner's) search speedups up to date as the end of an import
+        does (graphs, words indexes, pending lists, common words, statistics): for a store fed by live capture
+        alone. Only the schema owner's role may (an application's raises :class:`PermissionDenied`)."""
+        from ghostmem import maintenance
+
+        with self.connection() as conn:
+            return maintenance.maintain(conn, None if every_owner else self.owner)
 
     def forget(self, conv_id: str, *, force: bool = False) -> list[str]:
         """Delete a conversation (and its subagents' conversations) with its messages and vectors, and keep it from
@@ -694,6 +703,14 @@ class AsyncGhostMem(_Base, AsyncOps):
         from ghostmem import maintenance
 
         return await self._in_thread(lambda conn: maintenance.enrich(conn, self.owner))
+
+    async def maintain(self, *, every_owner: bool = False) -> MaintainReport:
+        """See :meth:`GhostMem.maintain`."""
+        from ghostmem import maintenance
+
+        return await self._in_thread(
+            lambda conn: maintenance.maintain(conn, None if every_owner else self.owner)
+        )
 
     async def forget(self, conv_id: str, *, force: bool = False) -> list[str]:
         """See :meth:`GhostMem.forget`."""

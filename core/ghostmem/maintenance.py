@@ -25,7 +25,7 @@ from ghostmem import enrich as enrichment
 from ghostmem.capture import TIER as CAPTURED
 from ghostmem.embed import Embedder
 from ghostmem.embed import load as load_model
-from ghostmem.errors import NotFound
+from ghostmem.errors import NotFound, PermissionDenied
 from ghostmem.ghosts import fill_memory_words
 from ghostmem.ingest import runner
 from ghostmem.ingest.common import Problem
@@ -200,14 +200,177 @@ def build_project_graphs(conn: Connection[Any], owner: str) -> int:
     returns how many were built. Each build blocks writes of the owner's compact vectors (20-50 s per 31,000
     rows), so it runs once per import or embedding, after its batches. A role that may not build them (an
     application's: the function is the schema owner's) skips it: the project is searched as before until the
-    owner's next import or embedding builds it."""
+    owner's next import or embedding builds it (or ``ghostmem maintain``: :func:`maintain`). The steps, what each
+    did: :func:`build_search_indexes`."""
+    return sum(step.count for step in build_search_indexes(conn, owner) if step.name != MERGED)
+
+
+GRAPHS, RECENT_WORDS, SCOPE_WORDS, MERGED, COMMON_WORDS, ANALYZED = (
+    "graphs",
+    "recent words index",
+    "project and platform words indexes",
+    "pending pages merged",
+    "tiers' common words listed",
+    "tables analyzed",
+)
+# the indexes of the search's large-store speedups, by name (migrations 155/210/230, 240, 250): the ones a step
+# built and dropped are those that appeared and disappeared while it ran
+_SPEEDUP_INDEXES = r"""
+    SELECT c.relname::text FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+    WHERE n.nspname = 'ghostmem' AND c.relkind = 'i' AND (c.relname LIKE 'message\_vectors\_graph\_%%'
+       OR c.relname LIKE 'messages\_recent\_words\_%%' OR c.relname LIKE 'messages\_words\_%%')
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class MaintainStep:
+    """One step of :func:`maintain` for one owner: how many it built or did (indexes built, pages merged, tiers
+    listed, tables analyzed), the indexes it created and dropped (names), in how long."""
+
+    owner: str
+    name: str
+    count: int
+    seconds: float
+    built: tuple[str, ...] = ()
+    dropped: tuple[str, ...] = ()
+
+    @property
+    def did(self) -> bool:
+        return bool(self.count or self.built or self.dropped)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "owner": self.owner,
+            "step": self.name,
+            "count": self.count,
+            "built": list(self.built),
+            "dropped": list(self.dropped),
+            "seconds": round(self.seconds, 3),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class MaintainReport:
+    """What :func:`maintain` did, step by step and owner by owner; ``changed`` is False when everything was up to
+    date (a second run right after the first)."""
+
+    owners: tuple[str, ...]
+    steps: tuple[MaintainStep, ...]
+
+    @property
+    def changed(self) -> bool:
+        return any(step.did for step in self.steps)
+
+    def render(self) -> str:
+        lines = []
+        for owner in self.owners:
+            mine = [s for s in self.steps if s.owner == owner]
+            done = [s for s in mine if s.did]
+            seconds = sum(s.seconds for s in mine)
+            if not done:
+                lines.append(f"owner {owner!r}: nothing to do, every index is up to date ({seconds:.1f}s)")
+                continue
+            lines.append(f"owner {owner!r} ({seconds:.1f}s):")
+            for s in done:
+                changes = "".join(
+                    f"; {what} {', '.join(names)}"
+                    for what, names in (("built", s.built), ("dropped", s.dropped))
+                    if names
+                )
+                lines.append(f"  {s.name}: {s.count}{changes} ({s.seconds:.1f}s)")
+        return "\n".join(lines) if lines else "no owner has messages: nothing to do"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "owners": list(self.owners),
+            "changed": self.changed,
+            "steps": [step.to_dict() for step in self.steps],
+        }
+
+
+def _speedup_indexes(conn: Connection[Any]) -> set[str]:
+    return {r[0] for r in conn.execute(_SPEEDUP_INDEXES)}
+
+
+def _step(
+    conn: Connection[Any], owner: str, name: str, run: Callable[[], int], *, indexes: bool
+) -> MaintainStep:
+    """Run one step (its own transaction) and say what it did; ``indexes``: note the indexes it built and dropped."""
+    before = _speedup_indexes(conn) if indexes else set()
+    started = time.perf_counter()
+    count = run()
+    seconds = time.perf_counter() - started
+    after = _speedup_indexes(conn) if indexes else set()
+    return MaintainStep(
+        owner, name, count, seconds, tuple(sorted(after - before)), tuple(sorted(before - after))
+    )
+
+
+def build_search_indexes(conn: Connection[Any], owner: str) -> list[MaintainStep]:
+    """The steps of :func:`build_project_graphs`, each in a transaction of its own: the owner's graphs (migrations
+    155/176/210/230), its recent words index (:func:`build_recent_words`), its projects' and platforms' words
+    indexes (:func:`build_scope_words`), then the GIN pending lists merged (:func:`merge_pending_lists`); what
+    each did. None for a role that may not build the graphs (an application's)."""
     if not _may_build_graphs(conn):
-        return 0
-    with conn.transaction():
-        row = conn.execute("SELECT ghostmem.build_project_graphs(%s)", (owner,)).fetchone()
-    built = (int(row[0]) if row else 0) + build_recent_words(conn, owner) + build_scope_words(conn, owner)
-    merge_pending_lists(conn)
-    return built
+        return []
+
+    def graphs() -> int:
+        with conn.transaction():
+            row = conn.execute("SELECT ghostmem.build_project_graphs(%s)", (owner,)).fetchone()
+        return int(row[0]) if row else 0
+
+    return [
+        _step(conn, owner, GRAPHS, graphs, indexes=True),
+        _step(conn, owner, RECENT_WORDS, lambda: build_recent_words(conn, owner), indexes=True),
+        _step(conn, owner, SCOPE_WORDS, lambda: build_scope_words(conn, owner), indexes=True),
+        _step(conn, owner, MERGED, lambda: merge_pending_lists(conn), indexes=False),
+    ]
+
+
+# what maintain runs: the schema owner's functions (an application's login may execute none of them)
+_MAINTENANCE_FUNCTIONS = (
+    "ghostmem.build_project_graphs(text)",
+    "ghostmem.build_recent_words(text)",
+    "ghostmem.build_scope_words(text)",
+    "ghostmem.merge_pending_lists()",
+    "ghostmem.refresh_common_words(text, bigint)",
+    "ghostmem.analyze_new_tables()",
+)
+
+
+def maintain(conn: Connection[Any], owner: str | None) -> MaintainReport:
+    """Bring the owner's (None: every owner's) search speedups up to date, as the end of an import or embedding
+    does: its graphs and words indexes built or dropped (:func:`build_search_indexes`), the GIN pending lists
+    merged, its tiers' common words listed when due (:func:`refresh_common_words`), the tables analyzed that need
+    it (:func:`analyze_new_tables`), each step in a transaction of its own. For a store fed by live capture alone,
+    which no import ends (``ghostmem maintain``, from cron or after a bulk capture). Idempotent: a second run
+    builds nothing. A role that may not run the schema owner's functions (an application's login) raises
+    :class:`PermissionDenied`, before anything is done."""
+    with runner.autocommit(conn):
+        refused = [f for f in _MAINTENANCE_FUNCTIONS if not _may_execute(conn, f)]
+        if refused:
+            role = conn.execute("SELECT current_user").fetchone()
+            raise PermissionDenied(
+                f"role {role[0] if role else '?'!r} may not maintain the search indexes: "
+                f"{', '.join(refused)} are the schema owner's; run it as the role that migrates the schema"
+            )
+        if owner is None:
+            owners = [
+                r[0] for r in conn.execute("SELECT DISTINCT owner FROM ghostmem.message_counts ORDER BY 1")
+            ]
+        else:
+            owners = [owner]
+        steps = [step for one in owners for step in _maintain_owner(conn, one)]
+    return MaintainReport(tuple(owners), tuple(steps))
+
+
+def _maintain_owner(conn: Connection[Any], owner: str) -> list[MaintainStep]:
+    """What the end of an import runs for ``owner`` after its embedding and enrichment (:func:`_after_import`)."""
+    return [
+        *build_search_indexes(conn, owner),
+        _step(conn, owner, COMMON_WORDS, lambda: refresh_common_words(conn, owner), indexes=False),
+        _step(conn, owner, ANALYZED, lambda: analyze_new_tables(conn), indexes=False),
+    ]
 
 
 def merge_pending_lists(conn: Connection[Any]) -> int:

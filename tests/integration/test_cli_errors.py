@@ -24,6 +24,7 @@ WORK: dict[str, list[str]] = {
     "doctor": [],  # reports the dead server in its JSON report, exit status 1
     "import": ["--no-embed", "/nonexistent/export.json"],
     "embed": [],
+    "maintain": [],
     "forget": ["some-id"],
     "enrich": [],
     "demo": [],
