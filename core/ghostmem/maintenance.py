@@ -148,8 +148,7 @@ def _after_import(
             _enrich(conn, owner, tier, ids, shown)
             report.conversations_enriched = len(ids)
             report.seconds_enrich = time.perf_counter() - started
-        refresh_common_words(conn, owner)
-        analyze_new_tables(conn)
+        _after_writes(conn, owner)
 
 
 def embed_pending(
@@ -165,9 +164,17 @@ def embed_pending(
             ids = unenriched(conn, owner, tier)
             _enrich(conn, owner, tier, ids, shown)
             refreshed += len(ids)
-        refresh_common_words(conn, owner)
-        analyze_new_tables(conn)
+        _after_writes(conn, owner)
     return EmbedReport(done.count, done.seconds, refreshed, done.seconds_model_load)
+
+
+def _after_writes(conn: Connection[Any], owner: str) -> None:
+    """What follows an import's or embedding's last write (its enrichment's): list the common words, merge what the
+    enrichment's rewrites of conversations queued in the titles' and projects' indexes (the merge after the graphs
+    ran before it), analyze what grew."""
+    refresh_common_words(conn, owner)
+    merge_pending_lists(conn)
+    analyze_new_tables(conn)
 
 
 def _embed_messages(

@@ -688,6 +688,20 @@ def test_an_import_leaves_nothing_queued_in_the_indexes_a_search_reads(
             assert maintenance.merge_pending_lists(conn) > 0 and maintenance.merge_pending_lists(conn) == 0
 
 
+def test_an_import_merges_what_its_own_enrichment_queued(server_dsn: str, tmp_path: Path) -> None:
+    """The merge of migration 260 comes after the import's last write: the enrichment after the embedding rewrites
+    each conversation it changed (title, project, topic), which queues entries in the titles' and projects' trigram
+    indexes, so an owner's import of 400 conversations leaves nothing queued in any index a search reads."""
+    with _migrated_with_app(server_dsn, "ghostmem_gin_enriched") as (dsn, _):
+        with psycopg.connect(dsn, autocommit=True) as admin:  # autovacuum merges the lists whenever it runs
+            for table in ("messages", "conversations"):
+                admin.execute(f"ALTER TABLE ghostmem.{table} SET (autovacuum_enabled = false)")
+        with GhostMem(dsn=dsn, owner="a", embedder=HashEmbedder()) as gm:
+            import_generic(gm, tmp_path / "a.jsonl", _ledger(400))
+        with psycopg.connect(dsn) as conn:
+            assert merge_pending(conn, SEARCHED_GIN) == [0, 0, 0]
+
+
 def test_the_vector_leg_chooses_the_cheapest_scan() -> None:
     """The strategy per case, on the shapes of the bench (docs/search.md, "Small scopes: an exact scan" and "Scopes
     between: a quantized scan"): an HNSW scan passes over at least ef_search rows, and about vec_depth x graph /
