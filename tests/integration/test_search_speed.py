@@ -624,6 +624,12 @@ def _migrated_with_app(server_dsn: str, prefix: str) -> Iterator[tuple[str, str]
             yield dsn, app_dsn
 
 
+def _without_autovacuum(dsn: str) -> None:
+    with psycopg.connect(dsn, autocommit=True) as admin:
+        for table in ("messages", "conversations"):
+            admin.execute(f"ALTER TABLE ghostmem.{table} SET (autovacuum_enabled = false)")
+
+
 _FETCHES = [
     (WORD_FETCH, {"owner": "a", "lexeme": "papaya7"}, SEARCHED_GIN[0]),
     (TITLE_FETCH, {"pattern": "%topic 7%"}, SEARCHED_GIN[1]),
@@ -657,9 +663,7 @@ def test_an_import_leaves_nothing_queued_in_the_indexes_a_search_reads(
     next import, after which each fetch reads what it reads once merged. Attack: the application's login may
     execute neither the merge function nor gin_clean_pending_list itself (it does not own the indexes)."""
     with _migrated_with_app(server_dsn, "ghostmem_gin_merged") as (dsn, app_dsn):
-        with psycopg.connect(dsn, autocommit=True) as admin:  # autovacuum merges the lists whenever it runs
-            for table in ("messages", "conversations"):
-                admin.execute(f"ALTER TABLE ghostmem.{table} SET (autovacuum_enabled = false)")
+        _without_autovacuum(dsn)  # autovacuum merges the lists whenever it runs
         with GhostMem(dsn=app_dsn, owner="a", embedder=HashEmbedder()) as gm:
             import_generic(gm, tmp_path / "a.jsonl", _ledger(400))
         with psycopg.connect(app_dsn, autocommit=True) as app:
@@ -693,9 +697,7 @@ def test_an_import_merges_what_its_own_enrichment_queued(server_dsn: str, tmp_pa
     each conversation it changed (title, project, topic), which queues entries in the titles' and projects' trigram
     indexes, so an owner's import of 400 conversations leaves nothing queued in any index a search reads."""
     with _migrated_with_app(server_dsn, "ghostmem_gin_enriched") as (dsn, _):
-        with psycopg.connect(dsn, autocommit=True) as admin:  # autovacuum merges the lists whenever it runs
-            for table in ("messages", "conversations"):
-                admin.execute(f"ALTER TABLE ghostmem.{table} SET (autovacuum_enabled = false)")
+        _without_autovacuum(dsn)  # autovacuum merges the lists whenever it runs
         with GhostMem(dsn=dsn, owner="a", embedder=HashEmbedder()) as gm:
             import_generic(gm, tmp_path / "a.jsonl", _ledger(400))
         with psycopg.connect(dsn) as conn:
