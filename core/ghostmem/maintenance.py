@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
-from psycopg import Connection
+from psycopg import Connection, sql
 
 from ghostmem import enrich as enrichment
 from ghostmem.capture import TIER as CAPTURED
@@ -208,8 +208,11 @@ def build_project_graphs(conn: Connection[Any], owner: str) -> int:
     rows), so it runs once per import or embedding, after its batches. A role that may not build them (an
     application's: the function is the schema owner's) skips it: the project is searched as before until the
     owner's next import or embedding builds it (or ``ghostmem maintain``: :func:`maintain`). The steps, what each
-    did: :func:`build_search_indexes`."""
-    return sum(step.count for step in build_search_indexes(conn, owner) if step.name != MERGED)
+    did: :func:`build_search_indexes`; then the GIN pending lists they and the writes queued are merged
+    (:func:`merge_pending_lists`)."""
+    built = sum(step.count for step in build_search_indexes(conn, owner))
+    merge_pending_lists(conn)
+    return built
 
 
 GRAPHS, RECENT_WORDS, SCOPE_WORDS, MERGED, COMMON_WORDS, ANALYZED = (
@@ -231,10 +234,11 @@ _SPEEDUP_INDEXES = r"""
 
 @dataclass(frozen=True, slots=True)
 class MaintainStep:
-    """One step of :func:`maintain` for one owner: how many it built or did (indexes built, pages merged, tiers
-    listed, tables analyzed), the indexes it created and dropped (names), in how long."""
+    """One step of :func:`maintain` for one owner (``owner`` None: a step over every owner's tables, run once): how
+    many it built or did (indexes built, pages merged, tiers listed, tables analyzed), the indexes it created and
+    dropped (names), in how long."""
 
-    owner: str
+    owner: str | None
     name: str
     count: int
     seconds: float
@@ -285,6 +289,10 @@ class MaintainReport:
                     if names
                 )
                 lines.append(f"  {s.name}: {s.count}{changes} ({s.seconds:.1f}s)")
+        shared = [s for s in self.steps if s.owner is None and s.did]
+        if self.owners and shared:
+            lines.append("every owner's tables:")
+            lines.extend(f"  {s.name}: {s.count} ({s.seconds:.1f}s)" for s in shared)
         return "\n".join(lines) if lines else "no owner has messages: nothing to do"
 
     def to_dict(self) -> dict[str, Any]:
@@ -300,7 +308,7 @@ def _speedup_indexes(conn: Connection[Any]) -> set[str]:
 
 
 def _step(
-    conn: Connection[Any], owner: str, name: str, run: Callable[[], int], *, indexes: bool
+    conn: Connection[Any], owner: str | None, name: str, run: Callable[[], int], *, indexes: bool
 ) -> MaintainStep:
     """Run one step (its own transaction) and say what it did; ``indexes``: note the indexes it built and dropped."""
     before = _speedup_indexes(conn) if indexes else set()
@@ -314,34 +322,33 @@ def _step(
 
 
 def build_search_indexes(conn: Connection[Any], owner: str) -> list[MaintainStep]:
-    """The steps of :func:`build_project_graphs`, each in a transaction of its own: the owner's graphs (migrations
+    """The owner's steps of :func:`build_project_graphs`, each in a transaction of its own: its graphs (migrations
     155/176/210/230), its recent words index (:func:`build_recent_words`), its projects' and platforms' words
-    indexes (:func:`build_scope_words`), then the GIN pending lists merged (:func:`merge_pending_lists`); what
-    each did. None for a role that may not build the graphs (an application's)."""
+    indexes (:func:`build_scope_words`); what each did. None for a role that may not build the graphs (an
+    application's)."""
     if not _may_build_graphs(conn):
         return []
-
-    def graphs() -> int:
-        with conn.transaction():
-            row = conn.execute("SELECT ghostmem.build_project_graphs(%s)", (owner,)).fetchone()
-        return int(row[0]) if row else 0
-
     return [
-        _step(conn, owner, GRAPHS, graphs, indexes=True),
+        _step(conn, owner, GRAPHS, lambda: _run(conn, BUILD_PROJECT_GRAPHS, owner), indexes=True),
         _step(conn, owner, RECENT_WORDS, lambda: build_recent_words(conn, owner), indexes=True),
         _step(conn, owner, SCOPE_WORDS, lambda: build_scope_words(conn, owner), indexes=True),
-        _step(conn, owner, MERGED, lambda: merge_pending_lists(conn), indexes=False),
     ]
 
 
-# what maintain runs: the schema owner's functions (an application's login may execute none of them)
-_MAINTENANCE_FUNCTIONS = (
-    "ghostmem.build_project_graphs(text)",
-    "ghostmem.build_recent_words(text)",
-    "ghostmem.build_scope_words(text)",
-    "ghostmem.merge_pending_lists()",
-    "ghostmem.refresh_common_words(text, bigint)",
-    "ghostmem.analyze_new_tables()",
+# the schema owner's maintenance functions, by signature (an application's login may execute none of them)
+BUILD_PROJECT_GRAPHS = "ghostmem.build_project_graphs(text)"
+BUILD_RECENT_WORDS = "ghostmem.build_recent_words(text)"
+BUILD_SCOPE_WORDS = "ghostmem.build_scope_words(text)"
+MERGE_PENDING_LISTS = "ghostmem.merge_pending_lists()"
+REFRESH_COMMON_WORDS = "ghostmem.refresh_common_words(text, bigint)"
+ANALYZE_NEW_TABLES = "ghostmem.analyze_new_tables()"
+MAINTENANCE_FUNCTIONS = (
+    BUILD_PROJECT_GRAPHS,
+    BUILD_RECENT_WORDS,
+    BUILD_SCOPE_WORDS,
+    MERGE_PENDING_LISTS,
+    REFRESH_COMMON_WORDS,
+    ANALYZE_NEW_TABLES,
 )
 
 
@@ -351,10 +358,11 @@ def maintain(conn: Connection[Any], owner: str | None) -> MaintainReport:
     merged, its tiers' common words listed when due (:func:`refresh_common_words`), the tables analyzed that need
     it (:func:`analyze_new_tables`), each step in a transaction of its own. For a store fed by live capture alone,
     which no import ends (``ghostmem maintain``, from cron or after a bulk capture). Idempotent: a second run
-    builds nothing. A role that may not run the schema owner's functions (an application's login) raises
+    builds nothing. The steps over every owner's tables (the merge, the analyze) run once, after the owners' own.
+    A role that may not run the schema owner's functions (an application's login) raises
     :class:`PermissionDenied`, before anything is done."""
     with runner.autocommit(conn):
-        refused = [f for f in _MAINTENANCE_FUNCTIONS if not _may_execute(conn, f)]
+        refused = [f for f in MAINTENANCE_FUNCTIONS if not _may_execute(conn, f)]
         if refused:
             role = conn.execute("SELECT current_user").fetchone()
             raise PermissionDenied(
@@ -368,15 +376,20 @@ def maintain(conn: Connection[Any], owner: str | None) -> MaintainReport:
         else:
             owners = [owner]
         steps = [step for one in owners for step in _maintain_owner(conn, one)]
+        if owners:
+            steps += [
+                _step(conn, None, MERGED, lambda: merge_pending_lists(conn), indexes=False),
+                _step(conn, None, ANALYZED, lambda: analyze_new_tables(conn), indexes=False),
+            ]
     return MaintainReport(tuple(owners), tuple(steps))
 
 
 def _maintain_owner(conn: Connection[Any], owner: str) -> list[MaintainStep]:
-    """What the end of an import runs for ``owner`` after its embedding and enrichment (:func:`_after_import`)."""
+    """The owner's part of what the end of an import runs after its embedding and enrichment (:func:`_after_import`):
+    its indexes and its common words."""
     return [
         *build_search_indexes(conn, owner),
         _step(conn, owner, COMMON_WORDS, lambda: refresh_common_words(conn, owner), indexes=False),
-        _step(conn, owner, ANALYZED, lambda: analyze_new_tables(conn), indexes=False),
     ]
 
 
@@ -384,11 +397,7 @@ def merge_pending_lists(conn: Connection[Any]) -> int:
     """Merge what the GIN indexes of messages and conversations have queued (migration 260: every scan of such an
     index reads its whole pending list, up to 32 pages), so that the searches after an import or embedding read
     none; returns the pages merged. A role that may not (an application's) skips it: vacuum merges them."""
-    if not _may_execute(conn, "ghostmem.merge_pending_lists()"):
-        return 0
-    with conn.transaction():
-        row = conn.execute("SELECT ghostmem.merge_pending_lists()").fetchone()
-    return int(row[0]) if row else 0
+    return _run(conn, MERGE_PENDING_LISTS)
 
 
 def build_recent_words(conn: Connection[Any], owner: str) -> int:
@@ -397,11 +406,7 @@ def build_recent_words(conn: Connection[Any], owner: str) -> int:
     graph's day moves and drop it when the graph is gone, in a transaction of its own; returns 1 when it built one.
     It blocks writes of messages while it builds (~1 s at 100,000 messages, ~15 s at a million). A role that may not
     (an application's) skips it: those searches fetch through the owner's whole index until the next import."""
-    if not _may_execute(conn, "ghostmem.build_recent_words(text)"):
-        return 0
-    with conn.transaction():
-        row = conn.execute("SELECT ghostmem.build_recent_words(%s)", (owner,)).fetchone()
-    return int(row[0]) if row else 0
+    return _run(conn, BUILD_RECENT_WORDS, owner)
 
 
 def build_scope_words(conn: Connection[Any], owner: str) -> int:
@@ -411,11 +416,7 @@ def build_scope_words(conn: Connection[Any], owner: str) -> int:
     while it builds (at a million messages 1.3 s a project of 35,000 messages, 7.5 s a platform of 141,000). A role
     that may not (an application's) skips it: those searches fetch through the owner's whole index until the next
     import."""
-    if not _may_execute(conn, "ghostmem.build_scope_words(text)"):
-        return 0
-    with conn.transaction():
-        row = conn.execute("SELECT ghostmem.build_scope_words(%s)", (owner,)).fetchone()
-    return int(row[0]) if row else 0
+    return _run(conn, BUILD_SCOPE_WORDS, owner)
 
 
 def refresh_common_words(conn: Connection[Any], owner: str) -> int:
@@ -425,11 +426,7 @@ def refresh_common_words(conn: Connection[Any], owner: str) -> int:
     (docs/search.md, "Known-common words not fetched"); returns how many tiers were listed. It blocks writes of
     messages while it counts (0.3-0.5 s at 100,000 messages, 6.5-11.5 s at a million). A role that may not (an application's) skips it:
     its words are fetched as before until the owner's next import or embedding lists them."""
-    if not _may_execute(conn, "ghostmem.refresh_common_words(text, bigint)"):
-        return 0
-    with conn.transaction():
-        row = conn.execute("SELECT ghostmem.refresh_common_words(%s, %s)", (owner, DF_CAP)).fetchone()
-    return int(row[0]) if row else 0
+    return _run(conn, REFRESH_COMMON_WORDS, owner, DF_CAP)
 
 
 def build_captured_project_graph(conn: Connection[Any], owner: str, conv_id: str) -> int:
@@ -468,12 +465,27 @@ def build_captured_project_graph(conn: Connection[Any], owner: str, conv_id: str
 
 
 def _may_build_graphs(conn: Connection[Any]) -> bool:
-    return _may_execute(conn, "ghostmem.build_project_graphs(text)")
+    return _may_execute(conn, BUILD_PROJECT_GRAPHS)
 
 
 def _may_execute(conn: Connection[Any], function: str) -> bool:
     may = conn.execute("SELECT has_function_privilege(%s, 'EXECUTE')", (function,))
     return may.fetchone() == (True,)
+
+
+def _run(conn: Connection[Any], function: str, *args: str | int) -> int:
+    """Call one of the schema owner's maintenance functions (``function``: its signature, one of
+    :data:`MAINTENANCE_FUNCTIONS`) with ``args``, in a transaction of its own; the count it returns, or 0 for a role
+    that may not execute it (an application's: the caller's docstring says what then happens instead)."""
+    if not _may_execute(conn, function):
+        return 0
+    schema, name = function.split("(")[0].split(".")
+    call = sql.SQL("SELECT {function}({args})").format(
+        function=sql.Identifier(schema, name), args=sql.SQL(", ").join(sql.Placeholder() * len(args))
+    )
+    with conn.transaction():
+        row = conn.execute(call, args).fetchone()
+    return int(row[0]) if row else 0
 
 
 def analyze_new_tables(conn: Connection[Any]) -> int:
@@ -482,10 +494,7 @@ def analyze_new_tables(conn: Connection[Any]) -> int:
     statistics rather than on the tables' sizes alone (docs/formats.md, "Statistics after a first import"); returns
     how many. A role that may not (an application's: the function is the schema owner's) skips it: autovacuum
     analyzes them at its next visit."""
-    if not _may_execute(conn, "ghostmem.analyze_new_tables()"):
-        return 0
-    row = conn.execute("SELECT ghostmem.analyze_new_tables()").fetchone()
-    return int(row[0]) if row else 0
+    return _run(conn, ANALYZE_NEW_TABLES)
 
 
 def unenriched(conn: Connection[Any], owner: str, tier: str) -> list[str]:

@@ -137,7 +137,7 @@ def test_a_captured_store_gets_its_indexes_from_maintain_and_a_second_run_does_n
 def test_maintain_never_touches_another_owners_indexes(store: str) -> None:
     """Another owner (the first's name its prefix) fed the same way keeps its indexes, the same ones (oids),
     through the first owner's run, and gets none it did not have; every owner's run (--every-owner) builds the
-    others'."""
+    others' and runs the steps over every owner's tables once."""
     capture(store, OTHER)
     assert maintain(store, OTHER)[0] == 0
     theirs = {n: oid for n, oid in indexes(store).items() if n in owners_indexes(OTHER)}
@@ -147,10 +147,13 @@ def test_maintain_never_touches_another_owners_indexes(store: str) -> None:
     after = indexes(store)
     assert {n: after[n] for n in theirs} == theirs
     assert set(after) == owners_indexes(OWNER) | owners_indexes(OTHER)
-    assert {s["owner"] for s in report["steps"]} == {OWNER}
+    assert {s["owner"] for s in report["steps"]} == {OWNER, None}
     capture(store, "carol")
     code, report, _ = maintain(store, OWNER, "--every-owner")
     assert code == 0 and set(report["owners"]) >= {OWNER, OTHER, "carol"}
+    # the merge and the analyze work on every owner's tables: once a run, not once an owner
+    store_wide = [(s["step"], s["owner"]) for s in report["steps"] if s["owner"] not in report["owners"]]
+    assert store_wide == [("pending pages merged", None), ("tables analyzed", None)], report["steps"]
     assert {n for s in report["steps"] for n in s["built"]} == owners_indexes("carol")
     assert {n: indexes(store)[n] for n in theirs} == theirs
 
