@@ -336,11 +336,10 @@ lex_hits AS MATERIALIZED (
     ) m
     WHERE NOT (SELECT enough FROM lex_enough) AND NOT t.common
 ),
+-- The store size of the idf: the owner's messages of the searched tiers, capped, as the plan statement read them from
+-- the counts (store_n, :func:`store_size`: no second read of them here).
 lex_n AS MATERIALIZED (
-    SELECT CASE WHEN NOT (SELECT enough FROM lex_enough) THEN (
-        SELECT greatest(least(coalesce(sum(c.n), 0), {n_cap}), 1)::float8 FROM ghostmem.message_counts c
-        WHERE c.owner = %(owner)s AND c.tier = ANY(%(tiers)s)
-    ) ELSE {n_cap}::float8 END AS n
+    SELECT CASE WHEN NOT (SELECT enough FROM lex_enough) THEN %(store_n)s::float8 ELSE {n_cap}::float8 END AS n
 ),
 -- Each query lexeme the store holds, with its idf and its bit.
 lex_idf AS MATERIALIZED (
@@ -777,6 +776,14 @@ def vector_weight(query: str) -> float:
     return 0.0 if CJK.search(query) else 1.0
 
 
+def store_size(owner_rows: Any) -> float:
+    """The store size of the lexical leg's idf (its ``lex_n``): the owner's messages of the searched tiers, as the
+    plan statement summed them from migration 092's counts (``owner_rows``), counted up to :data:`N_CAP` and at
+    least 1. The main statement read the same counts again for it (an index scan and an aggregate of the owner's
+    few dozen rows, and their plan nodes started on every search) until session 31."""
+    return float(max(min(int(owner_rows or 0), N_CAP), 1))
+
+
 def vector_depth(limit: int, depth: int, share: float | None) -> int:
     """How many nearest messages the vector leg contributes when ``limit`` conversations are asked for, given the
     share of the owner's messages the search's filters keep (``None``: no filter; see :func:`_filter_share`; a
@@ -882,6 +889,20 @@ def _counts(args: SearchPersonalMemoryArgs, graphed: bool) -> sql.Composed:
     ).format(sums=sql.SQL(", ").join(sums), columns=sql.SQL(", ").join(columns))
 
 
+# The comment of a relation (``regclass``: SQL for its regclass, NULL when there is none), where migrations 210 and 240
+# write an index's day: pg_description read through its index in the statement's own plan. obj_description() ran
+# as an SQL function of its own on every call (with a look-up of pg_class by name inside): about 35 us of a plan
+# statement a call, against 5-10 for this sub-select (2,000 calls each on a copy of the 100k bench store).
+def _comment(regclass: str) -> sql.Composed:
+    return sql.SQL(
+        "(SELECT d.description FROM pg_catalog.pg_description d"
+        " WHERE d.objoid = {regclass} AND d.classoid = 'pg_catalog.pg_class'::regclass AND d.objsubid = 0)"
+    ).format(regclass=sql.SQL(regclass))
+
+
+_RECENT_WORDS_DAY = _comment("to_regclass('ghostmem.' || ghostmem.recent_words_name(p.owner))")
+
+
 # The row ``w`` of a search's time window, from message_days (migration 092) read once: the owner's messages of the
 # searched tiers in the window (``rows``), and when the owner has a graph of its recent messages (migration 210: a
 # partial HNSW index of its vectors since a day, named project_graph_name(owner, ''), the day its comment) and the
@@ -893,8 +914,7 @@ _WINDOW = sql.SQL(
     SELECT coalesce(sum(c.n) FILTER (WHERE c.tier = ANY(p.tiers) AND c.day >= d.start), 0) AS rows,
            CASE WHEN d.since IS NOT NULL THEN g.since END AS since,
            CASE WHEN d.since IS NOT NULL THEN coalesce(sum(c.n) FILTER (WHERE c.day >= d.since), 0) END AS recent_rows
-    FROM (SELECT obj_description(to_regclass('ghostmem.' || ghostmem.project_graph_name(p.owner, '')), 'pg_class')
-          AS since OFFSET 0) g
+    FROM (SELECT {since} AS since OFFSET 0) g
     CROSS JOIN LATERAL (
         SELECT ((now() - make_interval(days => p.days)) AT TIME ZONE 'UTC')::date AS start,
                CASE WHEN now() - make_interval(days => p.days) >= g.since::timestamptz
@@ -903,7 +923,7 @@ _WINDOW = sql.SQL(
     LEFT JOIN ghostmem.message_days c ON c.owner = p.owner AND c.day >= least(d.start, d.since)
     GROUP BY g.since, d.start, d.since
 ) w"""
-)
+).format(since=_comment("to_regclass('ghostmem.' || ghostmem.project_graph_name(p.owner, ''))"))
 
 
 def _filter_share(args: SearchPersonalMemoryArgs) -> sql.Composable:
@@ -1002,9 +1022,8 @@ def _titled(args: SearchPersonalMemoryArgs) -> tuple[sql.Composable, sql.Composa
 _RECENT_WORDS = sql.SQL(
     "(SELECT CASE WHEN now() - make_interval(days => p.days) >= r.since::timestamptz AND w.recent_rows IS NOT NULL"
     " THEN ARRAY['ts', r.since, (w.recent_rows::float8 / greatest(k.all_rows, 1))::text] END"
-    " FROM (SELECT obj_description(to_regclass('ghostmem.' || ghostmem.recent_words_name(p.owner)), 'pg_class')"
-    " AS since OFFSET 0) r)"
-)
+    " FROM (SELECT {day} AS since OFFSET 0) r)"
+).format(day=_RECENT_WORDS_DAY)
 # The ``project_words`` column: the project when the filter keeps one project of the owner's (the counts' matching
 # projects, :func:`_counts`) and no conversation by its title, and that project has an index of its words (migration
 # 250, named project_words_name(owner, project)), with its share of the owner's messages of the searched tiers.
@@ -1014,9 +1033,8 @@ _RECENT_WORDS = sql.SQL(
 # common words decodes their 16k-48k-entry lists (2.7 ms median, 4 ms at worst); the recent index's are a sixth.
 _RECENT_WORDS_UNFILTERED = sql.SQL(
     "(SELECT CASE WHEN r.since IS NOT NULL THEN ARRAY['ts', r.since, '1'] END"
-    " FROM (SELECT obj_description(to_regclass('ghostmem.' || ghostmem.recent_words_name(p.owner)), 'pg_class')"
-    " AS since OFFSET 0) r)"
-)
+    " FROM (SELECT {day} AS since OFFSET 0) r)"
+).format(day=_RECENT_WORDS_DAY)
 _PROJECT_WORDS = sql.SQL(
     "CASE WHEN cardinality(k.projects) = 1 AND cardinality(t.ids) = 0 AND k.owner_rows > 0"
     " AND to_regclass('ghostmem.' || ghostmem.project_words_name(p.owner, k.projects[1])) IS NOT NULL"
@@ -1225,6 +1243,7 @@ def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int, floor: flo
             {**setting_params, **params, "names": None},
         )
         stored = bool(rows[0]["owner_rows"])
+        params["store_n"] = store_size(rows[0]["owner_rows"])
         params["titled"] = rows[0]["titled"]
         scope = _scope_conjunction(literals, depth, [rows[0][c] for c in _WORDS_COLUMNS])
         return _Plan(params, literals, lexical, vector, stored, words_scope=scope)
@@ -1288,6 +1307,7 @@ def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int, floor: flo
         {**setting_params, **params, "names": _speaker_candidates(args.query)},
     )
     stored = bool(rows[0]["owner_rows"])
+    params["store_n"] = store_size(rows[0]["owner_rows"])
     params["speakers"] = list(rows[0]["speakers"])
     params["mentions_time"] = MENTIONS_TIME if ASKS_WHEN.search(args.query) else None
     params["projects"] = rows[0]["projects"]
@@ -1416,7 +1436,7 @@ def search_personal_memory(ctx: OpContext, args: SearchPersonalMemoryArgs) -> Pr
         -- A row per shown message (at most {matches} a conversation, best first): only they are read from the
         -- messages, the legs carrying each message's conversation. The client groups them into hits, so no json
         -- is built for them.
-        SELECT b.*, shown.seq, shown.role, to_json(shown.ts) AS ts, shown.speaker,
+        SELECT b.*, shown.seq, shown.role, shown.ts, shown.speaker,
                left(shown.text, {chars}) AS text, char_length(shown.text) > {chars} AS truncated,
                h.lex_cover, coalesce(1 - h.vec_dist, {similarity}) AS similarity,
                h.score::float8 AS fused, h.lex_rank, h.lex_score, h.vec_rank, h.vec_dist

@@ -17,7 +17,7 @@ from ghostmem.args import SearchPersonalMemoryArgs
 from ghostmem.program import run_sync
 from ghostmem.records import MessageRecord
 from ghostmem.search import Scan, search_messages, search_personal_memory, vector_scan
-from psycopg import Connection
+from psycopg import Connection, sql
 from psycopg.rows import dict_row
 from support.conversations import conversation, import_generic
 from support.copies import owner_index, share_ids, vector_bits, vector_partitions, word_counts
@@ -252,25 +252,97 @@ def test_the_copies_pair_old_and_new_rows_by_the_messages_key(own_dsn: str, tmp_
         ]  # the moved message's copy (and ann's of the same id), none of bob's
 
 
-def test_the_store_size_of_the_idf_is_read_from_the_counts(gm: GhostMem, tmp_path: Path) -> None:
-    """A query whose words are not all in one message fetches word by word; its idf needs the owner's store size,
-    which comes from one row of message_counts (not from counting up to N_CAP rows of an index)."""
+def test_the_store_size_of_the_idf_comes_from_the_plan_statements_counts(
+    gm: GhostMem, tmp_path: Path
+) -> None:
+    """A query whose words are not all in one message fetches word by word; its idf needs the owner's store size
+    (messages of the searched tiers, capped at N_CAP), which the plan statement has already summed from
+    message_counts: the main statement takes it as a parameter and reads no count itself (no scan of the counts,
+    no plan nodes for it). Another owner's messages and an unsearched tier are not counted."""
     import_generic(
         gm,
         tmp_path / "w.jsonl",
         [conversation(f"w{i}", f"w {i}", 1, [f"alpha note {i}", f"beta note {i}"]) for i in range(30)],
     )
+    import_generic(
+        gm,
+        tmp_path / "lib.jsonl",
+        [conversation(f"l{i}", f"l {i}", 1, [f"alpha page {i}", f"beta page {i}"]) for i in range(5)],
+        tier="library",
+    )
+    with GhostMem(dsn=gm.dsn, owner="someone-else", embedder=HashEmbedder()) as other:
+        import_generic(
+            other,
+            tmp_path / "o.jsonl",
+            [conversation(f"o{i}", f"o {i}", 1, [f"alpha other {i}", f"beta other {i}"]) for i in range(20)],
+        )
+    for library, owned in ((False, 60), (True, 70)):
+        args = SearchPersonalMemoryArgs(query="alpha beta", mode="lexical", include_library=library)
+        seen: list[tuple[str, Any]] = []
+        with gm.connection() as conn:
+            result = run_sync(
+                recording(search_personal_memory(gm.context, args), conn, seen), conn, gm.embedder
+            )
+            text, params = seen[-1]  # explained in the search's transaction, with its settings
+            rows = conn.execute(
+                f"EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) {text}".encode(), params
+            )
+            plan = "\n".join(r[0] for r in rows)
+        assert result.rows  # each word matches alone: found word by word
+        assert params is not None and params["store_n"] == float(owned)  # type: ignore[call-overload]
+        assert "message_counts" not in text and "message_counts" not in plan
+    assert search.store_size(0) == 1.0 and search.store_size(search.N_CAP + 1) == float(search.N_CAP)
+
+
+def test_the_shown_messages_times_come_as_timestamps(gm: GhostMem, tmp_path: Path) -> None:
+    """The main statement returns a shown message's time as a timestamptz, which the driver reads natively (as
+    to_json it was a json text parsed on every row, and then parsed again as a date); the hit's time is the
+    stored one."""
+    import_generic(gm, tmp_path / "t.jsonl", [conversation("t1", "t", 2, ["alpha beta", "gamma delta"])])
     args = SearchPersonalMemoryArgs(query="alpha beta", mode="lexical")
     seen: list[tuple[str, Any]] = []
     with gm.connection() as conn:
         result = run_sync(recording(search_personal_memory(gm.context, args), conn, seen), conn, gm.embedder)
-        text, params = seen[-1]  # explained in the search's transaction, with its settings
-        rows = conn.execute(f"EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) {text}".encode(), params)
-        plan = "\n".join(r[0] for r in rows)
-    assert result.rows  # each word matches alone: found word by word
-    lex_n = plan.split("CTE lex_n", 1)[1].split("CTE lex_idf", 1)[0]
-    assert "message_counts" in lex_n and "on messages" not in lex_n
-    assert "never executed" not in lex_n.split("message_counts", 1)[1].splitlines()[0]
+        text, params = seen[-1]
+        with conn.cursor() as cur:
+            cur.execute(text.encode(), params)
+            types = {d.name: d.type_code for d in cur.description or []}
+        stored = conn.execute(
+            "SELECT ts FROM ghostmem.messages WHERE owner = %s AND conv_id = 't1' AND seq = %s",
+            (gm.context.owner, result.rows[0].matches[0].seq),
+        ).fetchone()
+    assert types["ts"] == conn.adapters.types["timestamptz"].oid
+    assert stored is not None and result.rows[0].matches[0].ts == stored[0]
+
+
+def test_the_plan_statement_reads_the_indexes_days_through_the_catalogs_index(
+    gm: GhostMem, tmp_path: Path
+) -> None:
+    """The plan statement looks up the day of the owner's recent graph (migration 210) and of its recent words
+    (240), the indexes' comments, as sub-selects of pg_description in its own plan (an index scan each), not by
+    obj_description(), an SQL function run on its own at every call; the day is the comment itself."""
+    import_generic(gm, tmp_path / "d.jsonl", [conversation("d1", "d", 1, ["alpha beta", "gamma delta"])])
+    for filters in ({"days": 7}, {}):
+        args = SearchPersonalMemoryArgs(query="alpha beta", **filters)
+        seen: list[tuple[str, Any]] = []
+        with gm.connection() as conn:
+            run_sync(recording(search_personal_memory(gm.context, args), conn, seen), conn, gm.embedder)
+            text = seen[0][0]
+            plan = generic_plan(conn, text)
+        assert "obj_description" not in text and "obj_description" not in plan
+        assert "Index Scan using pg_description_o_c_o_index" in plan
+    with gm.connection() as conn:
+        conn.execute("COMMENT ON INDEX ghostmem.messages_owner_ts IS '2026-11-01 00:00:00+00'")
+        read = conn.execute(
+            sql.SQL(
+                "SELECT {commented}, {missing}, obj_description('ghostmem.messages_owner_ts'::regclass, 'pg_class')"
+            ).format(
+                commented=search._comment("'ghostmem.messages_owner_ts'::regclass"),
+                missing=search._comment("to_regclass('ghostmem.no_such_index')"),
+            )
+        ).fetchone()
+        conn.rollback()
+    assert read == ("2026-11-01 00:00:00+00", None, "2026-11-01 00:00:00+00")
 
 
 def _vector_depth_chosen(gm: GhostMem, **filters: Any) -> int:
