@@ -22,7 +22,7 @@ from support.databases import app_login, graph_store
 from support.statements import conjunction_search
 
 SIZE = 12  # project_graph_rows and platform_graph_rows here
-OWNER_ROWS = 40  # recent_graph_rows, recent_words_rows and common_words_rows here
+OWNER_ROWS = 40  # recent_graph_rows, recent_words_rows, platform_words_rows and common_words_rows here
 SAID = ["deploy plan for the release", "the deploy plan is ready", "rollback steps", "release notes drafted"]
 QUERY = "deploy plan release"
 OWNER, OTHER = "o'brien %s", "o'brien %s\\"  # one the other's prefix, quotes, `%`, a backslash
@@ -86,6 +86,7 @@ def store(server_dsn: str) -> Iterator[str]:
                 ("platform_graph_rows", SIZE),
                 ("recent_graph_rows", OWNER_ROWS),
                 ("recent_words_rows", OWNER_ROWS),
+                ("platform_words_rows", OWNER_ROWS),
                 ("common_words_rows", OWNER_ROWS),
             ):
                 conn.execute("UPDATE ghostmem.settings SET value = %s WHERE key = %s", (str(value), key))

@@ -17,10 +17,11 @@ import psycopg
 import pytest
 from ghostmem import GhostMem, HashEmbedder, maintenance
 from ghostmem.args import SearchPersonalMemoryArgs
+from ghostmem.db import migrate as migrations
 from ghostmem.program import run_sync
 from ghostmem.search import search_messages
 from support.conversations import conversation, import_generic
-from support.databases import app_login, graph_store, index_refused_to_the_application
+from support.databases import app_login, fresh_database, graph_store, index_refused_to_the_application
 from support.statements import conjunction_search, message_indexes, recording
 
 SIZE = 40  # recent_graph_rows in these tests
@@ -240,6 +241,26 @@ def test_the_index_follows_the_graphs_day_and_goes_with_it(store: str) -> None:
         # the hook: the graphs first (the graph of the recent messages again), then its words
         assert maintenance.build_project_graphs(admin, owner) == 2
         assert recent_words(admin)[words_name(owner)][1] == graph_day(admin, owner) is not None
+
+
+@pytest.mark.parametrize(
+    ("before", "after"), [("500000", ("100000", "500000")), ("60000", ("60000", "60000"))]
+)
+def test_272_gives_the_recent_index_100000_and_a_platform_the_size_the_store_had(
+    server_dsn: str, before: str, after: tuple[str, str]
+) -> None:
+    """Migration 272: the recent messages' index from 100,000 messages (240's 500,000 made a time-window search at
+    100,000 dearer; with the search as it is now it is cheaper there, docs/search.md), a platform's words index
+    (250) under its own setting with the size it shared before; a store whose size was changed keeps its own."""
+    with fresh_database(server_dsn, "ghostmem_r272") as dsn, psycopg.connect(dsn, autocommit=True) as conn:
+        migrations.migrate(conn, 384, "hash", "ghostmem_runtime", upto=271)
+        conn.execute("UPDATE ghostmem.settings SET value = %s WHERE key = 'recent_words_rows'", (before,))
+        migrations.migrate(conn, 384, "hash", "ghostmem_runtime")
+        sizes = conn.execute(
+            "SELECT (SELECT value FROM ghostmem.settings WHERE key = 'recent_words_rows'),"
+            " (SELECT value FROM ghostmem.settings WHERE key = 'platform_words_rows')"
+        ).fetchone()
+    assert sizes == after
 
 
 def test_an_application_may_neither_build_drop_alter_nor_re_date_the_index(store: str) -> None:

@@ -21,7 +21,9 @@ from support.conversations import conversation, import_generic
 from support.databases import app_login, graph_store, index_refused_to_the_application
 from support.statements import conjunction_search, message_indexes
 
-OWNER_ROWS = 40  # recent_words_rows and project_words_rows in these tests: an owner of 40 messages or more gets the indexes
+OWNER_ROWS = (
+    40  # project_words_rows and platform_words_rows here: an owner of 40 messages or more gets the indexes
+)
 SCOPE_ROWS = 10  # project_graph_rows and platform_graph_rows: a scope of 10 messages or more (a platform: at most half)
 SAID = ["deploy plan for the release", "the deploy plan is ready", "rollback steps", "release notes drafted"]
 QUERY = "deploy plan release"
@@ -59,14 +61,20 @@ def store(server_dsn: str, tmp_path: Path) -> Iterator[str]:
     platform (30: over half); and a smaller owner (2 conversations of ALPHA)."""
     with graph_store(server_dsn, "ghostmem_swords", "project_graph_rows", SCOPE_ROWS) as dsn:
         with psycopg.connect(dsn, autocommit=True) as conn:
-            # the migrations' sizes: a project's index from an owner of 50,000 messages (271), a platform's from 500,000
+            # the migrations' sizes: a project's index from an owner of 50,000 messages (271), a platform's from
+            # 500,000 (272), the recent messages' (240) from 100,000 (272): one setting each
             assert dict(
                 conn.execute(
-                    "SELECT key, value FROM ghostmem.settings WHERE key IN ('recent_words_rows', 'project_words_rows')"
+                    "SELECT key, value FROM ghostmem.settings"
+                    " WHERE key IN ('recent_words_rows', 'project_words_rows', 'platform_words_rows')"
                 ).fetchall()
-            ) == {"recent_words_rows": "500000", "project_words_rows": "50000"}
+            ) == {
+                "recent_words_rows": "100000",
+                "project_words_rows": "50000",
+                "platform_words_rows": "500000",
+            }
             conn.execute(
-                "UPDATE ghostmem.settings SET value = %s WHERE key IN ('recent_words_rows', 'project_words_rows')",
+                "UPDATE ghostmem.settings SET value = %s WHERE key IN ('project_words_rows', 'platform_words_rows')",
                 (str(OWNER_ROWS),),
             )
             conn.execute(
@@ -203,9 +211,9 @@ def test_a_scopes_conjunction_is_its_messages_holding_every_word_and_never_anoth
 def test_the_build_keeps_drops_and_never_touches_another_owners_indexes(store: str) -> None:
     """The build keeps an owner's indexes while its scopes keep their sizes (building none again), drops a
     project's once it is below the size and a platform's once it holds over half of the owner's messages, its
-    platforms' once the owner is below recent_words_rows and its projects' once it is below project_words_rows
-    (migration 271: the two sizes apart), never another owner's (the same scopes); the Python hook builds them after
-    the graphs."""
+    platforms' once the owner is below platform_words_rows and its projects' once it is below project_words_rows
+    (migrations 271, 272: the sizes apart; recent_words_rows, the recent messages' index's, moves neither), never
+    another owner's (the same scopes); the Python hook builds them after the graphs."""
     owner, other = OWNERS
     with psycopg.connect(store, autocommit=True) as admin:
         before = scope_words(admin)
@@ -217,8 +225,13 @@ def test_the_build_keeps_drops_and_never_touches_another_owners_indexes(store: s
         after = scope_words(admin)
         assert project_name(owner, BETA) not in after and project_name(owner, ALPHA) in after
         assert project_name(other, BETA) in after  # the other owner's, the same project: kept
+        # the recent messages' size (272: no longer a platform's) below or past the owner: none dropped, none built
+        for size in ("1", "56"):
+            admin.execute("UPDATE ghostmem.settings SET value = %s WHERE key = 'recent_words_rows'", (size,))
+            assert admin.execute("SELECT ghostmem.build_scope_words(%s)", (owner,)).fetchone() == (0,)
+            assert scope_words(admin) == after
         # the owner (55 messages) below the platforms' size but not the projects': its project's index kept
-        admin.execute("UPDATE ghostmem.settings SET value = '56' WHERE key = 'recent_words_rows'")
+        admin.execute("UPDATE ghostmem.settings SET value = '56' WHERE key = 'platform_words_rows'")
         assert admin.execute("SELECT ghostmem.build_scope_words(%s)", (owner,)).fetchone() == (0,)
         assert {n for n, (_, c, _) in scope_words(admin).items() if c == owner} == {
             project_name(owner, ALPHA)
@@ -236,7 +249,7 @@ def test_the_build_keeps_drops_and_never_touches_another_owners_indexes(store: s
         assert admin.execute("SELECT ghostmem.build_scope_words('bob')").fetchone() == (0,)
         # back to the sizes: the hook builds the owner's two again (BETA still below), after its graphs
         admin.execute(
-            "UPDATE ghostmem.settings SET value = %s WHERE key IN ('recent_words_rows', 'project_words_rows')",
+            "UPDATE ghostmem.settings SET value = %s WHERE key IN ('project_words_rows', 'platform_words_rows')",
             (str(OWNER_ROWS),),
         )
         assert maintenance.build_scope_words(admin, owner) == 2
