@@ -90,12 +90,13 @@ MESSAGE_EF_PER_DECADE = 100
 # would compile their expressions on every call, tens of milliseconds for statements that run in a few
 # (docs/search.md, "No JIT compilation").
 NO_JIT = sql.SQL("set_config('jit', 'off', true)")
-# A project's or a platform's conjunction fetch through its index of words (migration 250) keeps this many rows fewer
-# than its share of the depth, rounded down: the fetch of all the owner's kept the scope's rows in runs (a
-# conversation's matches are neighbours; of 44 project searches of the bench's million, 11 kept 0-1, two 13-14, mean
-# 3.4), and a fusion's top conversations lose at most a few to the lexical leg's, so a fetch of the mean in every
-# search displaced more of the nearest conversations than the runs did (docs/search.md, "An index of a project's or
-# a platform's words").
+# A conjunction fetch through the index of a scope's words (a project's or a platform's, migration 250; a time
+# window's recent messages', 240, since session 32) keeps this many rows fewer than its share of the depth, rounded
+# down: the fetch of all the owner's kept the scope's rows in runs (a conversation's matches are neighbours; of 44
+# project searches of the bench's million, 11 kept 0-1, two 13-14, mean 3.4), and a fusion's top conversations lose
+# at most a few to the lexical leg's, so a fetch of the mean in every search displaced more of the nearest
+# conversations than the runs did (docs/search.md, "An index of a project's or a platform's words"; the same for
+# the last 7 and 30 days at 100k, "Session 32, days").
 SCOPE_FETCH_BELOW = 1
 DF_CAP = 100  # document frequencies are counted up to this; rarer lexemes gather the lexical candidates
 # A long query keeps its longest (most specific) lexemes; at most 64, the bits of a bigint (the window ranking).
@@ -1068,10 +1069,11 @@ def _scope_conjunction(
     literals: dict[str, sql.Composable], depth: int, scopes: Sequence[list[str] | None]
 ) -> tuple[str, str] | None:
     """The scope whose index of words the conjunction fetch reads (else None): of the plan statement's words columns
-    (``[column, value, share]``), the smallest share, and that fetch's size: for the recent messages (migration 240)
-    their share of the owner's messages of ``depth``, rounded up (and of DF_CAP for ``enough``), so that the fetch
-    keeps as many of the window's messages, on average, as a fetch of ``depth`` of all the owner's would; for a
-    project or a platform (migration 250) that share rounded down and :data:`SCOPE_FETCH_BELOW` fewer, at least 1."""
+    (``[column, value, share]``), the smallest share, and that fetch's size: the scope's share of the owner's
+    messages of ``depth`` (of DF_CAP for ``enough``, rounded up), so that the fetch keeps as many of the filter's
+    messages, on average, as a fetch of ``depth`` of all the owner's would, rounded down and, for a scope narrower
+    than the owner's messages (a time window's recent messages, migration 240; a project or a platform, 250),
+    :data:`SCOPE_FETCH_BELOW` fewer, at least 1; an unfiltered search's recent messages (share 1) fetch ``depth``."""
     literals["conj_limit"] = sql.Literal(depth)
     literals["conj_enough"] = sql.Literal(DF_CAP)
     found = [s for s in scopes if s is not None]
@@ -1079,10 +1081,8 @@ def _scope_conjunction(
         return None
     column, value, shared = min(found, key=lambda s: float(s[2]))
     share = min(max(float(shared), 0.0), 1.0)
-    # a project's or a platform's fetch: below its share (see SCOPE_FETCH_BELOW)
-    limit = max(
-        1, math.ceil(depth * share) if column == "ts" else math.floor(depth * share) - SCOPE_FETCH_BELOW
-    )
+    # a narrower scope's fetch: below its share (see SCOPE_FETCH_BELOW)
+    limit = max(1, math.floor(depth * share) - (SCOPE_FETCH_BELOW if share < 1 else 0))
     literals["conj_limit"] = sql.Literal(limit)
     literals["conj_enough"] = sql.Literal(min(limit, max(1, math.ceil(DF_CAP * share))))
     return column, value

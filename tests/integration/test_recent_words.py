@@ -8,6 +8,7 @@ day and goes with the graph; a role that may not build cannot drop, alter or re-
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,7 +20,7 @@ from ghostmem import GhostMem, HashEmbedder, maintenance
 from ghostmem.args import SearchPersonalMemoryArgs
 from ghostmem.db import migrate as migrations
 from ghostmem.program import run_sync
-from ghostmem.search import search_messages
+from ghostmem.search import SCOPE_FETCH_BELOW, search_messages
 from support.conversations import conversation, import_generic
 from support.databases import app_login, fresh_database, graph_store, index_refused_to_the_application
 from support.statements import conjunction_search, message_indexes, recording
@@ -212,6 +213,37 @@ def test_an_unfiltered_conjunction_is_the_recent_messages_holding_every_word(sto
         rows, read = _search(gm, None, "hybrid")
     assert read == {"messages_owner_words"}
     assert rows and {r["id"] for r in rows} <= bobs
+
+
+def test_a_windows_fetch_is_its_share_less_one_and_an_unfiltered_fetch_the_whole_depth(store: str) -> None:
+    """The size of the conjunction fetch through the recent index (lex_all's LIMIT): for the last 7 days the recent
+    messages' share of the depth rounded down, less SCOPE_FETCH_BELOW as for a project or a platform (session 32: a
+    fetch of the share rounded up displaced more of the nearest conversations); unfiltered, the whole depth."""
+    owner = OWNERS[0]
+    with psycopg.connect(store) as admin:
+        since = graph_day(admin, owner)
+        counted = admin.execute(
+            "SELECT count(*) FILTER (WHERE (ts AT TIME ZONE 'UTC')::date >= (%s::timestamptz AT TIME ZONE 'UTC')::date),"
+            " count(*) FROM ghostmem.messages WHERE owner = %s",
+            (since, owner),
+        ).fetchone()
+    assert counted is not None
+    recent, every = counted
+    assert 0 < recent < every
+    limits: dict[int | None, int] = {}
+    with GhostMem(dsn=store, owner=owner, embedder=HashEmbedder()) as gm, gm.connection() as conn:
+        for days in (7, None):
+            seen: list[Any] = []
+            args = SearchPersonalMemoryArgs(query="deploy plan release", mode="hybrid", days=days, limit=20)
+            run_sync(
+                recording(search_messages(gm.context, args, depth=60, floor=-1), conn, seen),
+                conn,
+                gm.embedder,
+            )
+            text = seen[-1][0]
+            fetch = text[text.index("lex_all AS") : text.index("lex_enough AS")]
+            limits[days] = int(re.findall(r"LIMIT (\d+)", fetch)[-1])
+    assert limits == {7: math.floor(60 * recent / every) - SCOPE_FETCH_BELOW, None: 60}
 
 
 def test_the_index_follows_the_graphs_day_and_goes_with_it(store: str) -> None:
