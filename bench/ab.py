@@ -13,10 +13,12 @@ For each case of ``bench.peers`` and each mode, every query is first searched on
 the results compared: the result model as JSON with ``explain`` on, floats equal to 1e-9. ``diff`` lists the
 queries whose results differ (0 is the check that a change keeps results). Then ``--passes`` timed passes: A and
 B alternate query by query (which one goes first swaps every query and every pass), each variant on one
-connection of its own, every search committed as a client's is. Each search is timed twice: its backend's CPU
-time (``/proc/<pid>/schedstat``, :mod:`bench.server_cpu`: Linux, and a server on this machine) and its statements'
-server-side time (as ``bench.peers`` times them). Ratios are A ÷ B (above 1: B is cheaper): of the sums of the
-per-query CPU medians, and the median of the per-query ratios.
+connection of its own, every search committed as a client's is. Each search is timed three times: its backend's
+CPU time (``/proc/<pid>/schedstat``, :mod:`bench.server_cpu`: Linux, and a server on this machine), its statements'
+server-side time (as ``bench.peers`` times them) and the whole call (the program run: composing its statements,
+running them, building the result; the query embedding precomputed). Ratios are A ÷ B (above 1: B is cheaper): of
+the sums of the per-query CPU medians, and the median of the per-query ratios; of the sums of the per-query
+server-side and call medians (a change on the client's side shows there, not in the backend's CPU).
 
 Why paired: two runs minutes apart drift by up to 1.5× on a loaded machine, so a change's evidence is A and B
 measured in the same run, query by query.
@@ -30,6 +32,7 @@ import json
 import re
 import statistics
 import sys
+import time
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -105,15 +108,18 @@ class Side:
             raise RuntimeError(f"backend {self.backend} is gone")
         return seconds
 
-    def search(self, args: dict[str, Any], embedder: PrecomputedEmbedder) -> tuple[float, float, str]:
-        """Backend CPU seconds, server-side seconds and the result as JSON of one search."""
+    def search(self, args: dict[str, Any], embedder: PrecomputedEmbedder) -> tuple[float, float, float, str]:
+        """Backend CPU seconds, server-side seconds, the call's seconds (the program run whole: composing, its
+        statements, building the result; the query embedding precomputed) and the result as JSON of one search."""
         parsed = get_op("search_personal_memory").parse(args)
         timed = TimedConnection(self.conn)
         c0 = self._cpu()
+        t0 = time.perf_counter()
         data = run_sync(self.module.search_personal_memory(self.gm.context, parsed), timed, embedder)  # type: ignore[arg-type]
+        t1 = time.perf_counter()
         c1 = self._cpu()
         self.conn.commit()
-        return c1 - c0, sum(timed.statements), json.dumps(data.model_dump(mode="json"))
+        return c1 - c0, sum(timed.statements), t1 - t0, json.dumps(data.model_dump(mode="json"))
 
 
 def measure(
@@ -137,28 +143,43 @@ def measure(
         }
 
     diff = [
-        q for q in only if not same(sides["A"].search(args(q, True), embedder)[2], sides["B"].search(args(q, True), embedder)[2])
+        q for q in only if not same(sides["A"].search(args(q, True), embedder)[3], sides["B"].search(args(q, True), embedder)[3])
     ]  # fmt: skip
-    cpu: dict[str, dict[int, list[float]]] = {v: {q: [] for q in only} for v in sides}
-    wall: dict[str, list[float]] = {v: [] for v in sides}
+    # per variant, per query: backend CPU, server-side and call seconds of each pass
+    spans: dict[str, dict[str, dict[int, list[float]]]] = {
+        v: {k: {q: [] for q in only} for k in ("cpu", "wall", "call")} for v in sides
+    }
     for n in range(passes):
         for i, q in enumerate(only):
             for v in ("A", "B") if (i + n) % 2 == 0 else ("B", "A"):
-                c, w, _ = sides[v].search(args(q, False), embedder)
-                cpu[v][q].append(c)
-                wall[v].append(w)
-    med = {v: {q: statistics.median(cpu[v][q]) for q in only} for v in sides}
-    paired = [med["A"][q] / med["B"][q] for q in only if med["B"][q] > 0]
-    every = {v: [x for q in only for x in cpu[v][q]] for v in sides}
+                c, w, t, _ = sides[v].search(args(q, False), embedder)
+                for k, x in (("cpu", c), ("wall", w), ("call", t)):
+                    spans[v][k][q].append(x)
+    med = {
+        v: {k: {q: statistics.median(xs) for q, xs in by.items()} for k, by in spans[v].items()}
+        for v in sides
+    }
+
+    def ratio_sum(k: str) -> float | None:
+        b = sum(med["B"][k].values())
+        return sum(med["A"][k].values()) / b if b > 0 else None
+
+    paired = [med["A"]["cpu"][q] / med["B"]["cpu"][q] for q in only if med["B"]["cpu"][q] > 0]
+    every = {v: {k: [x for q in only for x in spans[v][k][q]] for k in spans[v]} for v in sides}
     return {
         "case": case.label,
         "mode": mode,
         "diff": diff,
-        "ratio_sum": sum(med["A"].values()) / sum(med["B"].values()) if any(med["B"].values()) else None,
+        "ratio_sum": ratio_sum("cpu"),
         "ratio_paired_median": statistics.median(paired) if paired else None,
-        "cpu": {v: summarise(every[v]) for v in sides},
-        "wall": {v: summarise(wall[v]) for v in sides},
-        "per_query_cpu_median_ms": {v: {str(q): round(med[v][q] * 1000, 3) for q in only} for v in sides},
+        "ratio_wall_sum": ratio_sum("wall"),
+        "ratio_call_sum": ratio_sum("call"),
+        "cpu": {v: summarise(every[v]["cpu"]) for v in sides},
+        "wall": {v: summarise(every[v]["wall"]) for v in sides},
+        "call": {v: summarise(every[v]["call"]) for v in sides},
+        "per_query_cpu_median_ms": {
+            v: {str(q): round(med[v]["cpu"][q] * 1000, 3) for q in only} for v in sides
+        },
     }
 
 
@@ -199,7 +220,8 @@ def _print_row(row: dict[str, Any]) -> None:
         f"{row['case']:15s} {row['mode']:7s} diff {len(row['diff']):2d}  A/B sum {ratio(row['ratio_sum'])} "
         f"paired {ratio(row['ratio_paired_median'])}  cpu p50 {c['A']['p50_ms']:.2f}/{c['B']['p50_ms']:.2f} "
         f"p95 {c['A']['p95_ms']:.2f}/{c['B']['p95_ms']:.2f}  wall p50 {w['A']['p50_ms']:.2f}/{w['B']['p50_ms']:.2f} "
-        f"p95 {w['A']['p95_ms']:.2f}/{w['B']['p95_ms']:.2f}",
+        f"p95 {w['A']['p95_ms']:.2f}/{w['B']['p95_ms']:.2f}  wall sum {ratio(row['ratio_wall_sum'])} "
+        f"call sum {ratio(row['ratio_call_sum'])}",
         flush=True,
     )
 

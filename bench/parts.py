@@ -39,12 +39,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import psycopg
-from ghostmem import db
 from ghostmem.args import SearchPersonalMemoryArgs
 from ghostmem.context import OpContext
 from ghostmem.embed import Embedder, make_embedder
-from ghostmem.program import Embed
+from ghostmem.program import Program, Query, run_sync
 from ghostmem.search import search_personal_memory
+from psycopg import sql
 from psycopg.rows import dict_row
 
 from bench import corpus
@@ -90,23 +90,20 @@ def record(
     conn: psycopg.Connection[Any], embedder: Embedder, args: SearchPersonalMemoryArgs
 ) -> Recorded | None:
     """Run one search, keeping its statements (None when it runs fewer than two: nothing in scope)."""
-    program = search_personal_memory(OpContext(owner=corpus.OWNER), args)
     steps: list[tuple[str, dict[str, Any]]] = []
-    reply: Any = None
-    try:
-        while True:
-            step = program.send(reply)
-            if isinstance(step, Embed):
-                db.use_vectors(conn)
-                reply = db.vector(embedder.embed_query(step.text))
-                continue
-            text = step.text.as_string(conn)
-            steps.append((text, step.params))
-            with conn.cursor(row_factory=dict_row) as cur:
-                cur.execute(text, step.params)
-                reply = cur.fetchall()
-    except StopIteration:
-        pass
+
+    def kept(program: Program[Any]) -> Program[Any]:
+        reply: Any = None
+        try:
+            while True:
+                step = program.send(reply)
+                if isinstance(step, Query) and isinstance(step.text, sql.Composable):
+                    steps.append((step.text.as_string(conn), step.params))
+                reply = yield step
+        except StopIteration as done:
+            return done.value
+
+    run_sync(kept(search_personal_memory(OpContext(owner=corpus.OWNER), args)), conn, embedder)
     conn.commit()
     return Recorded(steps[0], steps[-1]) if len(steps) >= 2 else None
 

@@ -534,6 +534,10 @@ class _TimedCursor:
         self._timed.statements.append(time.perf_counter() - self._t0)
         return rows
 
+    @property
+    def description(self) -> Any:
+        return self._cur.description
+
 
 class TimedConnection:
     """Wraps a connection for :func:`run_sync`: records the time of each statement, from the driver's execute of

@@ -54,6 +54,10 @@ def test_a_variant_compared_with_itself_differs_nowhere(store: str, tmp_path: Pa
         cpu = row["cpu"]
         assert isinstance(cpu, dict) and cpu["A"]["n"] == cpu["B"]["n"] == 3
         assert cpu["A"]["p50_ms"] > 0 and row["ratio_sum"] is not None
+        call = row["call"]  # the whole program run, at least its statements' server-side time
+        assert isinstance(call, dict) and call["A"]["n"] == call["B"]["n"] == 3
+        assert call["B"]["p50_ms"] >= row["wall"]["B"]["p50_ms"] > 0  # type: ignore[index]
+        assert row["ratio_wall_sum"] is not None and row["ratio_call_sum"] is not None
 
 
 def test_a_variant_that_ranks_otherwise_differs(store: str, tmp_path: Path) -> None:

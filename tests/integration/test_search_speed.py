@@ -14,7 +14,7 @@ import psycopg
 import pytest
 from ghostmem import GhostMem, HashEmbedder, db, maintenance, search
 from ghostmem.args import SearchPersonalMemoryArgs
-from ghostmem.program import run_sync
+from ghostmem.program import Program, Query, run_sync
 from ghostmem.records import MessageRecord
 from ghostmem.search import Scan, search_messages, search_personal_memory, vector_scan
 from psycopg import Connection, sql
@@ -313,6 +313,76 @@ def test_the_shown_messages_times_come_as_timestamps(gm: GhostMem, tmp_path: Pat
         ).fetchone()
     assert types["ts"] == conn.adapters.types["timestamptz"].oid
     assert stored is not None and result.rows[0].matches[0].ts == stored[0]
+
+
+def _sent(who: GhostMem, args: SearchPersonalMemoryArgs) -> tuple[tuple[str, ...], str, str]:
+    """The texts of a search's statements as sent (the plan statement's, the main one's), how the main statement's
+    rows were fetched, and the result as JSON."""
+    fetched: list[str] = []
+
+    def fetches(program: Program[Any]) -> Program[Any]:
+        reply: Any = None
+        try:
+            while True:
+                step = program.send(reply)
+                if isinstance(step, Query):
+                    fetched.append(step.fetch)
+                reply = yield step
+        except StopIteration as done:
+            return done.value
+
+    seen: list[tuple[str, Any]] = []
+    with who.connection() as conn:
+        program = fetches(recording(search_personal_memory(who.context, args), conn, seen))
+        result = run_sync(program, conn, who.embedder)
+    return tuple(text for text, _ in seen), fetched[-1], result.model_dump_json()
+
+
+def test_a_search_statement_is_composed_once_per_shape_never_across_owners(
+    gm: GhostMem, tmp_path: Path
+) -> None:
+    """A search's statements are composed once per shape (search._text: the plan statement's, which filters are
+    given and the search's sizes; the main statement's, search._statement, also the plan's literals, legs and
+    scans, the bonuses) and reused by later searches of that shape; another owner, a hostile name, gets its own;
+    and every reused text, whatever came before it, is the one composed afresh for that search (the same
+    results). The main statement's rows come as tuples (a dict per row cost more to fetch)."""
+    convs = [
+        conversation(f"c{i}", f"c {i}", i, [f"alpha deploy note {i}", f"when was beta {i} due"], "ops")
+        for i in range(12)
+    ]
+    import_generic(gm, tmp_path / "a.jsonl", convs)
+    hostile = "o'ther%s %(owner)s"
+    with GhostMem(dsn=gm.dsn, owner=hostile, embedder=HashEmbedder()) as other:
+        import_generic(other, tmp_path / "o.jsonl", convs)
+        searches = [
+            (who, SearchPersonalMemoryArgs(query=query, mode=mode, limit=limit, **filters))
+            for who in (gm, other)
+            for mode in ("hybrid", "lexical", "vector")
+            for filters in ({}, {"days": 7}, {"project": "ops"}, {"platform": "generic"})
+            for query, limit in (
+                ("alpha deploy", 10),
+                ("deploy note", 10),
+                ("when was beta due", 10),
+                ("alpha deploy", 20),  # a walk of a project's graph keeps more (the plan statement)
+            )
+        ]
+        fresh = []
+        for who, args in searches:
+            search._composed.cache_clear()
+            fresh.append(_sent(who, args))
+        search._composed.cache_clear()
+        reused = [_sent(who, args) for who, args in reversed(searches)][::-1]
+        composed = search._composed.cache_info()
+    assert reused == fresh
+    # two statements a search; "deploy note" is "alpha deploy"'s shape: at least a quarter reuse their texts
+    assert composed.hits >= len(searches) // 2 and composed.hits + composed.misses == 2 * len(searches)
+    assert {fetch for _, fetch, _ in fresh} == {"tuples"}
+    for (who, _), (texts, _, _) in zip(searches, fresh, strict=True):
+        stranger = other if who is gm else gm
+        assert len(texts) == 2 and all(
+            search._written(stranger.context.owner).as_string() not in t for t in texts
+        )
+    assert any(search._written(hostile).as_string() in texts[1] for texts, _, _ in fresh)
 
 
 def test_the_plan_statement_reads_the_indexes_days_through_the_catalogs_index(
