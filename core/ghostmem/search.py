@@ -1234,7 +1234,7 @@ def _plan_statement(args: SearchPersonalMemoryArgs, lexical: bool, vector: bool,
     """The plan statement of a search: its settings, the owner's counts and the search's scope (and for a search by
     meaning the speakers its query names, the walk's graph); what it reads of ``args`` is which filters are given
     (their values are bound)."""
-    filtered = bool(_scope_filters(args))  # the same filters both legs apply
+    filtered = any(_given(args))  # the same filters both legs apply
     # The projects' own graphs serve a project filter alone: a time window or a platform within a project would
     # make their walks pass over the rows it leaves out.
     graphed = args.project is not None and args.days is None and args.platform is None
@@ -1324,7 +1324,7 @@ def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int, floor: flo
         "platform": args.platform,
         "project": like_pattern(args.project) if args.project is not None else None,
     }
-    filtered = bool(_scope_filters(args))  # the same filters both legs apply
+    filtered = any(_given(args))  # the same filters both legs apply
     constants: dict[str, Any] = {
         "depth": depth,
         "limit": args.limit,
