@@ -895,9 +895,17 @@ def _counts(args: SearchPersonalMemoryArgs, graphed: bool) -> sql.Composed:
             kept=sql.SQL(" AND ").join(kept)
         )
     )
-    return sql.SQL(
-        "(SELECT {sums} FROM (SELECT {columns} FROM ghostmem.message_counts c WHERE c.owner = p.owner OFFSET 0) c) k"
-    ).format(sums=sql.SQL(", ").join(sums), columns=sql.SQL(", ").join(columns))
+    # With a project filter (and no platform's: a row of the counts is one platform's) the rows are first summed by
+    # what the comparisons read, tier and project: the ILIKE lower-cases both its texts on every row, and a matching
+    # project's graph is looked for twice a row (the bench's 100k owner: 78 rows, 22 projects, each on 4 platforms).
+    rows: sql.Composable = sql.SQL("ghostmem.message_counts c WHERE c.owner = p.owner")
+    if args.project is not None and args.platform is None:
+        rows = sql.SQL(
+            "(SELECT c.tier, c.project, sum(c.n) AS n FROM {rows} GROUP BY c.tier, c.project) c"
+        ).format(rows=rows)
+    return sql.SQL("(SELECT {sums} FROM (SELECT {columns} FROM {rows} OFFSET 0) c) k").format(
+        sums=sql.SQL(", ").join(sums), columns=sql.SQL(", ").join(columns), rows=rows
+    )
 
 
 # The comment of a relation (``regclass``: SQL for its regclass, NULL when there is none), where migrations 210 and 240

@@ -458,7 +458,7 @@ def test_the_plan_statement_reads_each_count_once_and_sums_what_each_filter_asks
     gm: GhostMem, tmp_path: Path, server_dsn: str
 ) -> None:
     """The plan statement reads the owner's rows of message_counts in one scan (and message_days once, for a time
-    window) and sums from it what the search's filters ask (search._counts): the store, the searched tiers, the
+    window) and sums from it what the search's filters ask (search._counts; with a project alone first by tier and project): the store, the searched tiers, the
     share the filters keep, the vector leg's scope, the matching projects. Each sum is checked against the counts
     read here, for every filter and their combinations, beside another owner and a library tier whose rows count
     only for the owner's graph (every tier); a project is matched literally (its ``_`` is no wildcard)."""
@@ -524,6 +524,10 @@ def test_the_plan_statement_reads_each_count_once_and_sums_what_each_filter_asks
         # each table read once (a scan "on" the table itself, not its index)
         assert len(re.findall(r" on message_counts(?!\w)", plan_text)) == 1, (given, plan_text)
         assert len(re.findall(r" on message_days(?!\w)", plan_text)) == ("days" in given), (given, plan_text)
+        # with a project (and no platform) the counts are first summed by what the comparisons read, tier and
+        # project: the ILIKE and the graph's look-up run once a project, not once a row of each platform
+        grouped = bool(re.search(r"Group Key: (\w+)\.tier, \1\.project$", plan_text, re.M))
+        assert grouped == ("project" in given and "platform" not in given), (given, plan_text)
         # the titles searched once, for a project (the statement gets the ids: "titled")
         assert len(re.findall(r" on conversations(?!\w)", plan_text)) == ("project" in given), (
             given,
