@@ -23,10 +23,10 @@ Search ranks *messages* with two legs and fuses them by reciprocal rank (``1 / (
 The statement's sizes and constants are literals and the search transaction asks for generic plans, so a
 connection plans it once (psycopg prepares it on its sixth run).
 
-Speaker names are metadata (the ``speaker`` column), never embedded: a name the query mentions is removed from the
-text the vector leg embeds, because a name says who spoke, not what was said; in the fusion, that speaker's own
-messages get a small bonus. The fused messages are grouped into conversations (score = the best message's), whose
-best messages become the hit's ``matches``. :func:`search_messages` returns the fused messages themselves (the
+Speaker names are metadata (the ``speaker`` column), never embedded: a name the query mentions (a person's: a
+tool call's speaker is the tool's name) is removed from the text the vector leg embeds, because a name says who
+spoke, not what was said; in the fusion, that speaker's own messages get a small bonus. The fused messages are
+grouped into conversations (score = the best message's), whose best messages become the hit's ``matches``. :func:`search_messages` returns the fused messages themselves (the
 retrieval benchmark scores them); both share one query builder. See docs/search.md.
 """
 
@@ -64,6 +64,7 @@ from ghostmem.models import (
     Thread,
 )
 from ghostmem.program import Embed, Program, Query, Row, Tuples
+from ghostmem.records import CONVERSATIONAL_ROLES
 from ghostmem.text import CJK
 from ghostmem.words import Op
 
@@ -705,8 +706,18 @@ _WHEN_BONUS_SQL = sql.SQL(
 # a leg adds): "what did Ann say about X" is more often answered by Ann's messages than by those addressing her.
 _SPEAKER_BONUS_SQL = sql.SQL(
     " + CASE WHEN EXISTS (SELECT 1 FROM ghostmem.messages x WHERE x.id = coalesce(l.id, v.id)"
-    " AND x.owner = %(owner)s AND lower(x.speaker) = ANY(%(speakers)s)) THEN {speaker_bonus} ELSE 0 END"
+    " AND x.owner = %(owner)s AND lower(x.speaker) = ANY(%(speakers)s) AND {people}) THEN {speaker_bonus} ELSE 0 END"
 )
+
+
+def _people(alias: str) -> sql.Composed:
+    """``<alias>.role`` is one of the roles people write (CONVERSATIONAL_ROLES): a tool call's or a tool result's
+    speaker is the tool's name (Claude Code's ``Read``, ChatGPT's ``python``), never a name a query mentions. The
+    speaker lookup's index (migration 273) holds these rows: its predicate is this test, roles in this order."""
+    return sql.SQL("{role} IN ({roles})").format(
+        role=sql.Identifier(alias, "role"),
+        roles=sql.SQL(", ").join(map(sql.Literal, sorted(CONVERSATIONAL_ROLES))),
+    )
 
 
 def _fused_messages(args: SearchPersonalMemoryArgs, plan: _Plan) -> sql.Composed:
@@ -737,7 +748,11 @@ def _fused_messages(args: SearchPersonalMemoryArgs, plan: _Plan) -> sql.Composed
             scan = sql.SQL(shape).format(filters=filters, **plan.literals)
         legs += [scan, sql.SQL(_VECTOR_RANK)]
     if plan.lexical and plan.vector:
-        bonus = _SPEAKER_BONUS_SQL.format(**plan.literals) if plan.params.get("speakers") else sql.SQL("")
+        bonus = (
+            _SPEAKER_BONUS_SQL.format(people=_people("x"), **plan.literals)
+            if plan.params.get("speakers")
+            else sql.SQL("")
+        )
         when = _WHEN_BONUS_SQL.format(**plan.literals) if plan.params.get("mentions_time") else sql.SQL("")
         legs.append(sql.SQL(_FUSED_BOTH).format(bonus=bonus, when=when, **plan.literals))
     else:
@@ -1270,14 +1285,14 @@ def _plan_statement(args: SearchPersonalMemoryArgs, lexical: bool, vector: bool,
         if graph_rows
         else _OWNER_GRAPH_ROWS
     )
-    # Speaker names the query mentions and how narrow its filters are (looked up in the same round trip).
+    # Speaker names the query mentions (people's: _people) and how narrow its filters are (the same round trip).
     return sql.SQL(
         """
             SELECT {settings}, set_config('hnsw.ef_search', {ef_search}, true) AS ef_search, ARRAY(
                 SELECT n.name FROM unnest(p.names) AS n(name)
                 WHERE EXISTS (SELECT 1 FROM ghostmem.messages m
                               WHERE m.owner = p.owner AND lower(m.speaker) = n.name AND m.speaker IS NOT NULL
-                                AND m.tier = ANY(p.tiers))
+                                AND {people} AND m.tier = ANY(p.tiers))
             ) AS speakers, {share} AS share, k.owner_rows, {scope_rows} AS scope_rows, {projects} AS projects,
             {graphs} AS graphs, {graph_rows} AS graph_rows, {walked_rows} AS owner_graph_rows, {since} AS since,
             {titled} AS titled, {platform_graph_rows} AS platform_graph_rows, {words}
@@ -1285,6 +1300,7 @@ def _plan_statement(args: SearchPersonalMemoryArgs, lexical: bool, vector: bool,
             """
     ).format(
         settings=_SETTINGS,
+        people=_people("m"),
         # a project filter alone walks a matching project's graph when there is one, keeping at least the rows a
         # filtered leg asks at most (vector_depth of a narrow filter); without one, the search's depth
         ef_search=sql.SQL("CASE WHEN k.graphs IS NULL THEN {depth} ELSE {walk} END").format(

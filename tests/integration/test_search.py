@@ -29,7 +29,7 @@ from psycopg import Connection, sql
 from support.conversations import conversation, ids, import_generic
 from support.copies import owner_index, share_ids
 from support.embedders import CountingEmbedder
-from support.statements import inspecting, recording
+from support.statements import generic_plan, inspecting, recording
 
 
 @pytest.fixture
@@ -176,6 +176,31 @@ def test_a_mentioned_speaker_does_not_change_lexical_results(gm: GhostMem, tmp_p
     import_generic(gm, tmp_path / "t.jsonl", [conv])
     rows = _messages(gm, "What did Alice plant?", "hybrid")
     assert rows[0]["text"] == "I planted tomatoes"
+
+
+def test_a_tool_s_name_is_no_speaker(gm: GhostMem, pg_dsn: str, tmp_path: Path) -> None:
+    """A tool call's speaker is the tool's name (Claude Code's ``Read``): a query saying "read" names no speaker, so
+    the word stays in the text the vector leg embeds and the tool's calls get no speaker bonus; a person's name is
+    still taken out. The lookup reads migration 273's index of people's names, which holds no tool call."""
+    conv = conversation(
+        "novel", "novel", 1, ["I read the novel on the train", "Read novel.md", "It was long"]
+    )
+    conv["messages"][0]["speaker"] = "Ann"
+    conv["messages"][1].update(role="tool_call", speaker="Read")
+    import_generic(gm, tmp_path / "t.jsonl", [conv])
+    counting = CountingEmbedder()
+    with GhostMem(dsn=pg_dsn, owner=gm.owner, embedder=counting) as store:
+        seen: list[tuple[str, Params]] = []
+        args = SearchPersonalMemoryArgs(query="What did Ann read", mode="hybrid")
+        with store.connection() as conn:
+            rows = run_sync(recording(search_messages(store.context, args, 50), conn, seen), conn, counting)
+            lookup = generic_plan(conn, seen[0][0])
+    assert counting.texts == ["What did read"]  # Ann taken out, "read" kept
+    assert seen[0][1]["names"] and "read" in seen[0][1]["names"]  # "read" was looked up, and not found
+    assert rows[0]["text"] == "I read the novel on the train"
+    assert "messages_owner_person" in lookup, lookup
+    with gm.connection() as conn:  # migration 020's index of every speaker, tools' names too, is gone
+        assert conn.execute("SELECT to_regclass('ghostmem.messages_owner_speaker')").fetchone() == (None,)
 
 
 def test_a_message_is_found_by_the_words_of_its_neighbours(gm: GhostMem, tmp_path: Path) -> None:
