@@ -26,8 +26,9 @@ connection plans it once (psycopg prepares it on its sixth run).
 Speaker names are metadata (the ``speaker`` column), never embedded: a name the query mentions (a person's: a
 tool call's speaker is the tool's name) is removed from the text the vector leg embeds, because a name says who
 spoke, not what was said; in the fusion, that speaker's own messages get a small bonus. The fused messages are
-grouped into conversations (score = the best message's), whose best messages become the hit's ``matches``. :func:`search_messages` returns the fused messages themselves (the
-retrieval benchmark scores them); both share one query builder. See docs/search.md.
+grouped into conversations (score = the best message's), whose best messages become the hit's ``matches``.
+:func:`search_messages` returns the fused messages themselves (the retrieval benchmark scores them); both share one
+query builder. See docs/search.md.
 """
 
 from __future__ import annotations

@@ -458,8 +458,9 @@ def test_the_plan_statement_reads_each_count_once_and_sums_what_each_filter_asks
     gm: GhostMem, tmp_path: Path, server_dsn: str
 ) -> None:
     """The plan statement reads the owner's rows of message_counts in one scan (and message_days once, for a time
-    window) and sums from it what the search's filters ask (search._counts; with a project alone first by tier and project): the store, the searched tiers, the
-    share the filters keep, the vector leg's scope, the matching projects. Each sum is checked against the counts
+    window) and sums from it what the search's filters ask (search._counts; with a project alone, first by tier and
+    project): the store, the searched tiers, the share the filters keep, the vector leg's scope, the matching
+    projects. Each sum is checked against the counts
     read here, for every filter and their combinations, beside another owner and a library tier whose rows count
     only for the owner's graph (every tier); a project is matched literally (its ``_`` is no wildcard)."""
     convs = [
