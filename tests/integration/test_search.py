@@ -203,6 +203,26 @@ def test_a_tool_s_name_is_no_speaker(gm: GhostMem, pg_dsn: str, tmp_path: Path) 
         assert conn.execute("SELECT to_regclass('ghostmem.messages_owner_speaker')").fetchone() == (None,)
 
 
+def test_a_speaker_is_looked_up_in_the_owner_s_searched_tiers_only(
+    gm: GhostMem, pg_dsn: str, tmp_path: Path
+) -> None:
+    """A name another owner's messages were spoken by, or one of the owner's library (not searched), names no
+    speaker: the lookup cannot tell a query whether someone else's store holds that name."""
+    other = conversation("theirs", "theirs", 1, ["Ann fixed the boiler", "ok"])
+    other["messages"][0]["speaker"] = "Ann"
+    with GhostMem(dsn=pg_dsn, owner=f"{gm.owner}-other", embedder=gm.embedder) as them:
+        import_generic(them, tmp_path / "o.jsonl", [other])
+    shelf = conversation("shelf", "shelf", 1, ["Bob wrote the manual", "ok"])
+    shelf["messages"][0]["speaker"] = "Bob"
+    import_generic(gm, tmp_path / "l.jsonl", [shelf], tier="library")
+    import_generic(gm, tmp_path / "m.jsonl", [conversation("mine", "mine", 1, ["the boiler manual", "ok"])])
+    counting = CountingEmbedder()
+    with GhostMem(dsn=pg_dsn, owner=gm.owner, embedder=counting) as store:
+        store.search_personal_memory("What did Ann and Bob say", mode="hybrid")
+        store.search_personal_memory("What did Ann and Bob say", mode="hybrid", include_library=True)
+    assert counting.texts == ["What did Ann and Bob say", "What did Ann and say"]
+
+
 def test_a_message_is_found_by_the_words_of_its_neighbours(gm: GhostMem, tmp_path: Path) -> None:
     """The lexical leg ranks a message as the document of its window (itself and the messages next to it)."""
     chat = [
