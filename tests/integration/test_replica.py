@@ -255,6 +255,11 @@ def test_a_stopped_standby_sends_reads_to_the_primary_until_it_is_back(
         gm.close()
 
 
+def _dimensions(text: str) -> set[int]:
+    """The dimensions the hash embedder puts a text's words on."""
+    return {i for i, x in enumerate(HashEmbedder().embed_query(text)) if x}
+
+
 async def test_async_client_routes_and_reads_its_writes(pg_dsn: str, read_dsn: str, owner: str) -> None:
     servers = Servers()
     async with (
@@ -264,11 +269,18 @@ async def test_async_client_routes_and_reads_its_writes(pg_dsn: str, read_dsn: s
         agm = AsyncGhostMem(
             pool=primary, read_pool=replica, owner=owner, embedder=HashEmbedder(), read_wait=30
         )
+        # Each rule's own words on dimensions no other stored text uses: the hash embedder puts two words on one
+        # dimension about once in 384 (axolotl2xd73621 beside axolotl0xc963a7's reversal), and the earlier rule, as
+        # near the query and already used, then ranks first.
+        taken = _dimensions("Feed the twice a week on Sundays")
         for n in range(3):
-            word = f"axolotl{n}x{uuid.uuid4().hex[:6]}"
+            while True:
+                word = f"axolotl{n}x{uuid.uuid4().hex[:6]}"
+                own = _dimensions(f"{word} {word[::-1]}")
+                if len(own) == 2 and not own & taken:
+                    break
+            taken |= own
             servers.log.clear()
-            # two words of its own: with one, the hash embedder put it on the same dimension as an earlier rule's
-            # about once in 768 (axolotl2xe4c865 and axolotl0xd5a5ca), a near-duplicate that strengthened that rule
             remembered = await agm.remember(content=f"Feed the {word} twice a week, {word[::-1]} on Sundays.")
             assert set(servers.log) == {"primary"} and remembered.data.created
             # The ghost search records use: primary. Personal memory reads: standby, after its replay.
