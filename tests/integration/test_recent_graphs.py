@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -43,6 +44,21 @@ def day(days_before: int = DAYS) -> str:
 def recent_graphs(conn: psycopg.Connection[Any]) -> dict[str, str | None]:
     """Each graph of the compact vectors whose predicate is a time (name -> its comment: the day)."""
     return {n: comment for n, (_, comment) in graphs_where(conn, "(ts >=").items()}
+
+
+# Longer than any test here takes on a loaded machine (about 10 s at most, setup included).
+MIDNIGHT_MARGIN = 60
+
+
+@pytest.fixture(autouse=True)
+def one_utc_day() -> None:
+    """Each test checks the graph's day, written when the graph is built, against day(), computed after: across a
+    midnight (UTC) the two are a day apart (the build's 2026-11-02 against day()'s 2026-11-03). A test that would
+    start less than MIDNIGHT_MARGIN seconds before midnight waits for it to pass."""
+    now = datetime.now(UTC)
+    left = (now.replace(hour=0, minute=0, second=0, microsecond=0) + timedelta(days=1) - now).total_seconds()
+    if left < MIDNIGHT_MARGIN:
+        time.sleep(left + 1)
 
 
 @pytest.fixture
