@@ -55,6 +55,15 @@ searches (:mod:`bench.server_cpu`: the postmaster and its children — backends,
 from ``/proc``), divided by the number of searches: the work a search costs the server, whatever its latency. It is
 left out when the server is not on this machine.
 
+Load: each system is timed in a block of its own, so the machine's load can differ from one block to the next. Read
+in the same walk of ``/proc`` as the CPU, over the same block: ``server_runq_ms_per_search``, the time the same
+server processes spent ready to run but waiting for a core (``/proc/<pid>/schedstat`` field 2), per search;
+``bench_runq_ms_per_search``, the same for every thread of this process (``/proc/self/task/*/schedstat``: the
+client's side, PGVectorStore's engine included, which runs its searches on its event loop's thread); and
+``steal_share``, the share of the machine's CPU time the hypervisor gave to others (``/proc/stat``). A block with a
+large wait or steal has latencies — its p95 most, the third slowest of 48 searches — set by the machine rather than
+the search: compare the systems' CPU per search there, and read a latency ratio beside both blocks' waits.
+
 The reference rows *PGVectorStore vector / hybrid (iterative scan)* are the same store, calls and configuration on
 an engine whose connections set pgvector 0.8's ``hnsw.iterative_scan = relaxed_order`` (libpq ``options`` in the
 engine's ``connect_args``, :data:`ITERATIVE_SCAN_OPTIONS`; ``hnsw.max_scan_tuples`` 20,000, ``ef_search`` 40 and
@@ -108,7 +117,7 @@ from bench.scale import (
     summarise,
     timed_run,
 )
-from bench.server_cpu import ServerCPU
+from bench.server_cpu import Block, ServerCPU
 
 logger = logging.getLogger("bench.peers")
 
@@ -632,14 +641,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 # The quality reference first, in a pass of its own: a sequential scan through every vector
                 # leaves the caches unlike what the searches see, and no system is timed right after it.
                 truth: dict[str, _Truth] = {}
-                cpu_before = cpu.seconds() if cpu else 0.0
+                before = cpu.snapshot() if cpu else None
                 for q in queries:
                     t_exact, truth[q] = exact_neighbours(
                         exact_conn, vectors[q], k, case.conditions(index[q], now)
                     )
                     _add(acc, "exact scan", server=t_exact, rows=len(truth[q].msg_ids))
-                if cpu:
-                    _add(acc, "exact scan", cpu=cpu.seconds() - cpu_before)
+                if cpu and before:
+                    _add(acc, "exact scan", block=cpu.snapshot().since(before))
                 bound = _BoundCase(case, index, now)
                 systems = [
                     _ghostmem_system(gm, mode, k, bound.ghostmem, precomputed)
@@ -751,15 +760,15 @@ def _measure(
     system: _System, queries: list[str], truth: dict[str, _Truth], acc: dict[str, Any], cpu: ServerCPU | None
 ) -> None:
     """A system alone: every query once to warm the caches, every query timed server-side (with the server's CPU
-    time over the block, then recall), then every query as a whole call."""
+    time, the run-queue waits and the steal over the block, then recall), then every query as a whole call."""
     for q in queries:
         system.server(q)
     for q in queries[:WARM_UP_CALLS]:
         system.call(q)
-    cpu_before = cpu.seconds() if cpu else 0.0
+    before = cpu.snapshot() if cpu else None
     timed = [system.server(q) for q in queries]
-    if cpu:
-        _add(acc, system.name, cpu=cpu.seconds() - cpu_before)
+    if cpu and before:
+        _add(acc, system.name, block=cpu.snapshot().since(before))
     for q, (clocks, found) in zip(queries, timed, strict=True):
         exact = truth[q]
         convs = exact.floored_conv_ids if system.floored else exact.conv_ids
@@ -900,8 +909,8 @@ def _case_summary(label: str, acc: dict[str, dict[str, list[Any]]], k: int) -> d
             entry[clock] = summarise(values[clock])
         if "call" in values:
             entry["call"] = summarise(values["call"])
-        if "cpu" in values:
-            entry["cpu_ms_per_search"] = round(1000 * sum(values["cpu"]) / len(values["server"]), 3)
+        if "block" in values:
+            entry.update(_block_figures(values["block"], len(values["server"])))
         entry["rows_median"] = statistics.median(values["rows"])
         entry["rows_min"] = min(values["rows"])
         entry["short_results"] = sum(1 for r in values["rows"] if r < k)
@@ -928,16 +937,36 @@ def _case_summary(label: str, acc: dict[str, dict[str, list[Any]]], k: int) -> d
     return {"case": label, "systems": systems, "ratio_peer_over_ghostmem_hybrid": ratios}
 
 
+def _block_figures(blocks: list[Block], searches: int) -> dict[str, Any]:
+    """The server's CPU and the run-queue waits per search over a system's timed block, and the steal's share."""
+    out: dict[str, Any] = {"cpu_ms_per_search": round(1000 * sum(b.cpu for b in blocks) / searches, 3)}
+    for key, waits in (
+        ("server_runq_ms_per_search", [b.server_wait for b in blocks]),
+        ("bench_runq_ms_per_search", [b.bench_wait for b in blocks]),
+    ):
+        known = [w for w in waits if w is not None]
+        if len(known) == len(blocks):
+            out[key] = round(1000 * sum(known) / searches, 3)
+    steal = [b.steal for b in blocks if b.steal is not None]
+    time_ = [b.machine_time for b in blocks if b.machine_time is not None]
+    if len(steal) == len(time_) == len(blocks) and sum(time_) > 0:
+        out["steal_share"] = round(sum(steal) / sum(time_), 4)
+    return out
+
+
 def _print_case(case: dict[str, Any]) -> None:
     print(f"\n== {case['case']}")
     print(f"{'system':26s} {'srv p50':>8s} {'srv p95':>8s} {'call p50':>9s} {'call p95':>9s} {'rows':>5s} "
-          f"{'msg R':>6s} {'conv R':>6s}")  # fmt: skip
+          f"{'msg R':>6s} {'conv R':>6s} {'cpu':>6s} {'srv rq':>6s} {'cli rq':>6s} {'steal':>6s}")  # fmt: skip
+    nan = float("nan")
     for system, e in case["systems"].items():
         call = e.get("call", {})
         print(
             f"{system:26s} {e['server']['p50_ms']:8.2f} {e['server']['p95_ms']:8.2f} "
-            f"{call.get('p50_ms', float('nan')):9.2f} {call.get('p95_ms', float('nan')):9.2f} "
-            f"{e['rows_median']:5.0f} {e.get('msg_recall', float('nan')):6.3f} {e.get('conv_recall', float('nan')):6.3f}"
+            f"{call.get('p50_ms', nan):9.2f} {call.get('p95_ms', nan):9.2f} "
+            f"{e['rows_median']:5.0f} {e.get('msg_recall', nan):6.3f} {e.get('conv_recall', nan):6.3f} "
+            f"{e.get('cpu_ms_per_search', nan):6.2f} {e.get('server_runq_ms_per_search', nan):6.2f} "
+            f"{e.get('bench_runq_ms_per_search', nan):6.2f} {e.get('steal_share', nan):6.1%}"
         )
     for system, r in case["ratio_peer_over_ghostmem_hybrid"].items():
         print(f"  {system} / ghostmem hybrid: {r}")

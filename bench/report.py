@@ -57,7 +57,14 @@ bounds and its p95 is noisy, while the ratios, measured side by side, remain com
 searches, divided by their number (`/proc` of the embedded server's postmaster and its children: backends, I/O workers, parallel
 workers; `bench/server_cpu.py`): the work a search costs the server whatever its latency, and the figure that stays
 comparable when a system runs statements on several connections at once. A loaded machine stretches latencies much
-more than CPU times.
+more than CPU times. Beside it (bench.peers; '–' for runs made before they were recorded), what the machine's load
+did to that same block: the *server's run-queue wait* per search (the time the same server processes were ready to
+run but waiting for a core, `/proc/<pid>/schedstat` field 2), the *bench's run-queue wait* per search (the same for
+every thread of the bench process — the client's side, PGVectorStore's event-loop thread included) and the *steal*
+(the share of the machine's CPU time the hypervisor gave to other guests, `/proc/stat`). Each system is timed in
+a block of its own, so these differ between the blocks of one run: a block with a large wait or steal has
+latencies — its p95 above all, the third slowest of 48 searches — that are the machine's, not the search's; compare
+its CPU per search, and read a latency ratio beside both blocks' waits.
 
 **Peers** (`bench/peers.py`): the same embedded messages copied server-side into each peer's own tables with its own
 indexes — langchain-postgres `PGVectorStore` (HNSW m=16, ef_construction=64; GIN on its `content_tsv`; hybrid =
@@ -241,16 +248,18 @@ def peers_section(runs: list[dict[str, Any]]) -> str:
                 rows.append(
                     (
                         system, e["server"]["p50_ms"], e["server"]["p95_ms"], call.get("p50_ms"), call.get("p95_ms"),
-                        e.get("cpu_ms_per_search"), e["rows_median"], e["short_results"], e.get("msg_recall"),
-                        e.get("conv_recall"),
+                        e.get("cpu_ms_per_search"), e.get("server_runq_ms_per_search"),
+                        e.get("bench_runq_ms_per_search"), _share(e.get("steal_share")), e["rows_median"],
+                        e["short_results"], e.get("msg_recall"), e.get("conv_recall"),
                     )
                 )  # fmt: skip
             out.append(
                 _table(
                     (
                         "system", "server p50 ms", "server p95 ms", "call p50 ms", "call p95 ms",
-                        "server CPU ms per search", "rows (median)", "queries with < k rows", "msg recall@k",
-                        "conv recall@k",
+                        "server CPU ms per search", "server run-queue wait ms per search",
+                        "bench run-queue wait ms per search", "steal", "rows (median)", "queries with < k rows",
+                        "msg recall@k", "conv recall@k",
                     ),
                     rows,
                 )
@@ -316,6 +325,21 @@ def _cpu_pair(a: dict[str, Any], b: dict[str, Any]) -> str | None:
     return f"{a['cpu_ms_per_search']:.2f} / {b['cpu_ms_per_search']:.2f}"
 
 
+def _share(value: float | None) -> str | None:
+    return None if value is None else f"{100 * value:.1f} %"
+
+
+def _block_load(e: dict[str, Any]) -> str | None:
+    """A system's block: the server's and the bench's run-queue wait per search, and the steal (None: a run made
+    before they were recorded)."""
+    values = (
+        e.get("server_runq_ms_per_search"),
+        e.get("bench_runq_ms_per_search"),
+        _share(e.get("steal_share")),
+    )
+    return None if values == (None, None, None) else " / ".join(_cell(v) for v in values)
+
+
 def peers_summary(runs: list[dict[str, Any]]) -> str:
     """One row per case and size: ghostmem hybrid against PGVectorStore hybrid (same run), speed and quality; then
     the same against the reference with pgvector's iterative scan, where a run has it."""
@@ -334,8 +358,8 @@ def peers_summary(runs: list[dict[str, Any]]) -> str:
                     f"{gm['server']['p50_ms']:.2f} / {gm['server']['p95_ms']:.2f}",
                     f"{lc['server']['p50_ms']:.2f} / {lc['server']['p95_ms']:.2f}",
                     f"**{ratio.get('server_p50')} / {ratio.get('server_p95')}**",
-                    _cpu_pair(gm, lc), gm.get("conv_recall"), lc.get("conv_recall"),
-                    f"{gm['rows_median']:.0f} / {lc['rows_median']:.0f}", load[0],
+                    _cpu_pair(gm, lc), _block_load(gm), _block_load(lc), gm.get("conv_recall"),
+                    lc.get("conv_recall"), f"{gm['rows_median']:.0f} / {lc['rows_median']:.0f}", load[0],
                 )
             )  # fmt: skip
             it = case["systems"].get(PEER_ITERATIVE)
@@ -354,14 +378,18 @@ def peers_summary(runs: list[dict[str, Any]]) -> str:
         return ""
     head = (
         "messages", "case", "ghostmem hybrid p50 / p95", "PGVectorStore hybrid p50 / p95", "ratio p50 / p95",
-        "server CPU ms per search (ghostmem / PGVectorStore)", "ghostmem conv recall@k", "PGVectorStore conv recall@k",
-        "rows", "load",
+        "server CPU ms per search (ghostmem / PGVectorStore)",
+        "ghostmem block: server / bench run-queue wait ms per search / steal",
+        "PGVectorStore block: server / bench run-queue wait ms per search / steal", "ghostmem conv recall@k",
+        "PGVectorStore conv recall@k", "rows", "load",
     )  # fmt: skip
     out = (
         "Every case at a glance — server-side ms, PGVectorStore hybrid (at its defaults: the goal's peer) ÷ ghostmem "
-        "hybrid from the same run (above 1 = ghostmem faster), the server's CPU time per search, conversation "
-        "recall@k against the exact nearest conversations (ghostmem's within its similarity floor), rows returned "
-        f"(median); the load average is the machine's when the run ended (2 cores):\n\n{_table(head, rows)}\n"
+        "hybrid from the same run (above 1 = ghostmem faster), the server's CPU time per search, what the machine's "
+        "load did to each system's timed block (run-queue waits per search, steal: a block with a large wait or "
+        "steal has the machine's latencies, not the search's — compare CPU), conversation recall@k against the "
+        "exact nearest conversations (ghostmem's within its similarity floor), rows returned (median); the load "
+        f"average is the machine's when the run ended (2 cores):\n\n{_table(head, rows)}\n"
     )
     if reference:
         head = (

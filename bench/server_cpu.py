@@ -14,6 +14,21 @@ they add a few milliseconds a minute, within the reading's resolution.
 Only a server on this machine can be read: the server is found as the parent of the reading connection's own
 backend, which must be a process here that started when the server says that backend started; otherwise
 :meth:`ServerCPU.of` returns None (a server elsewhere, another container) and the figure is left out.
+
+What the machine's load did to a block is read with it, in the same walk of ``/proc``
+(:meth:`ServerCPU.snapshot`; :meth:`Snapshot.since` turns two snapshots into a :class:`Block`):
+
+* the **server's run-queue wait**: how long the same processes were runnable but waiting for a core
+  (``/proc/<pid>/schedstat`` field 2, nanoseconds). Only live processes keep it: one that exits during the block
+  (a closed connection, a parallel worker) takes its wait with it, so the figure is a floor;
+* the **bench's run-queue wait**: the same field of every thread of the reading process
+  (``/proc/self/task/*/schedstat``: a client that searches on another thread, as PGVectorStore's engine does on its
+  event loop's thread, is counted with the thread that waits for it);
+* the machine's **steal**: the time the hypervisor ran something else while this VM wanted a core, as a share of
+  all CPU time (``/proc/stat``'s ``cpu`` line, its 8th value over the sum of the first eight).
+
+Processes and threads are told apart by pid and start time, so a pid reused within a block is not taken for the
+process it replaced.
 """
 
 from __future__ import annotations
@@ -55,6 +70,83 @@ def parse_stat(line: str, ticks_per_second: int) -> ProcStat:
     )
 
 
+@dataclass(frozen=True)
+class SchedStat:
+    """What ``/proc/<pid>/schedstat`` says of a process or thread (seconds)."""
+
+    cpu: float  # field 1: time on a core
+    wait: float  # field 2: time runnable, waiting in a run queue for a core
+
+
+def parse_schedstat(line: str) -> SchedStat:
+    """One ``/proc/<pid>/schedstat`` line: on-core ns, run-queue ns, timeslices."""
+    on_core, waiting = line.split()[:2]
+    return SchedStat(cpu=int(on_core) / 1e9, wait=int(waiting) / 1e9)
+
+
+@dataclass(frozen=True)
+class MachineTime:
+    """The machine's CPU time so far by ``/proc/stat``'s ``cpu`` line (clock ticks, all cores)."""
+
+    steal: int  # the 8th value
+    total: int  # the sum of the first eight (guest time is counted in user)
+
+
+def parse_machine_time(text: str) -> MachineTime | None:
+    """``/proc/stat``'s aggregate ``cpu`` line; None on a kernel that reports no steal (fewer than 8 values)."""
+    for line in text.splitlines():
+        if line.startswith("cpu "):
+            values = [int(v) for v in line.split()[1:9]]
+            return MachineTime(steal=values[7], total=sum(values)) if len(values) == 8 else None
+    return None
+
+
+Waits = dict[tuple[int, int], float]  # (pid, start ticks) -> run-queue seconds so far
+
+
+@dataclass(frozen=True)
+class Block:
+    """What a block of work cost, between two snapshots (seconds; the steal in clock ticks of all cores)."""
+
+    cpu: float
+    server_wait: float | None  # None where the kernel keeps no schedstat
+    bench_wait: float | None
+    steal: int | None  # None where the kernel reports no steal
+    machine_time: int | None
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """One reading of ``/proc``: the server's CPU seconds so far, the run-queue waits so far of its live processes
+    and of the bench's threads, and the machine's CPU time."""
+
+    cpu: float
+    server_waits: Waits
+    bench_waits: Waits
+    machine: MachineTime | None
+
+    def since(self, before: Snapshot) -> Block:
+        """This snapshot less an earlier one: a process or thread alive at both counts its difference, one started
+        in between all its wait, one gone by now nothing (its wait went with it)."""
+        steal = machine_time = None
+        if self.machine is not None and before.machine is not None:
+            steal = self.machine.steal - before.machine.steal
+            machine_time = self.machine.total - before.machine.total
+        return Block(
+            cpu=self.cpu - before.cpu,
+            server_wait=_waited(before.server_waits, self.server_waits),
+            bench_wait=_waited(before.bench_waits, self.bench_waits),
+            steal=steal,
+            machine_time=machine_time,
+        )
+
+
+def _waited(before: Waits, after: Waits) -> float | None:
+    if not after:
+        return None
+    return sum(wait - before.get(key, 0.0) for key, wait in after.items())
+
+
 class ServerCPU:
     """Reads the CPU seconds a local server's processes have used so far (see the module's docstring)."""
 
@@ -84,32 +176,67 @@ class ServerCPU:
 
     def seconds(self) -> float:
         """CPU seconds used by the postmaster, its live children and its reaped ones, up to now."""
+        return self.snapshot().cpu
+
+    def snapshot(self) -> Snapshot:
+        """The server's CPU seconds and its live processes' run-queue waits so far, the bench's threads' waits and
+        the machine's CPU time: one walk of ``/proc``."""
         postmaster = self._stat(self.postmaster)
         if postmaster is None:
             raise RuntimeError(f"the server's postmaster (pid {self.postmaster}) is gone")
-        total = self._own_seconds(self.postmaster, postmaster) + postmaster.reaped_children
+        processes = [(self.postmaster, postmaster)]
         for entry in self.proc.iterdir():
             if not entry.name.isdigit() or int(entry.name) == self.postmaster:
                 continue
             child = self._stat(int(entry.name))
             if child is not None and child.ppid == self.postmaster:
-                total += self._own_seconds(int(entry.name), child) + child.reaped_children
-        return total
+                processes.append((int(entry.name), child))
+        cpu, server_waits = 0.0, Waits()
+        for pid, stat in processes:
+            own, wait = self._own(pid, stat)
+            cpu += own + stat.reaped_children
+            if wait is not None:
+                server_waits[(pid, stat.start_ticks)] = wait
+        return Snapshot(cpu, server_waits, self._bench_waits(), self._machine_time())
 
     def process_seconds(self, pid: int) -> float | None:
         """CPU seconds one process (a backend of this server) has used so far; None when it is gone."""
         stat = self._stat(pid)
-        return None if stat is None else self._own_seconds(pid, stat)
+        return None if stat is None else self._own(pid, stat)[0]
 
-    def _own_seconds(self, pid: int, stat: ProcStat) -> float:
+    def _own(self, pid: int, stat: ProcStat) -> tuple[float, float | None]:
+        """A process' own CPU seconds (by schedstat, else by stat) and its run-queue wait (None without schedstat)."""
+        sched = self._schedstat(self.proc / str(pid))
+        return (stat.own, None) if sched is None else (sched.cpu, sched.wait)
+
+    def _bench_waits(self) -> Waits:
+        waits = Waits()
+        tasks = self.proc / "self" / "task"
+        for task in tasks.iterdir() if tasks.is_dir() else ():
+            stat, sched = self._stat_at(task), self._schedstat(task)
+            if stat is not None and sched is not None:
+                waits[(int(task.name), stat.start_ticks)] = sched.wait
+        return waits
+
+    def _machine_time(self) -> MachineTime | None:
         try:
-            return int((self.proc / str(pid) / "schedstat").read_text().split()[0]) / 1e9
-        except (OSError, ValueError, IndexError):
-            return stat.own
+            return parse_machine_time((self.proc / "stat").read_text())
+        except (OSError, ValueError):
+            return None
+
+    @staticmethod
+    def _schedstat(directory: Path) -> SchedStat | None:
+        try:
+            return parse_schedstat((directory / "schedstat").read_text())
+        except (OSError, ValueError):
+            return None  # gone, or a kernel that keeps no schedstat
 
     def _stat(self, pid: int) -> ProcStat | None:
+        return self._stat_at(self.proc / str(pid))
+
+    def _stat_at(self, directory: Path) -> ProcStat | None:
         try:
-            return parse_stat((self.proc / str(pid) / "stat").read_text(), self.ticks)
+            return parse_stat((directory / "stat").read_text(), self.ticks)
         except (OSError, ValueError, IndexError):
             return None  # no such process (here, or any more)
 

@@ -158,6 +158,11 @@ def test_peers_compare_on_the_same_data(results: dict[str, Any]) -> None:
                     assert 0.0 <= entry[metric] <= 1.0, (name, metric)
             if run["server_cpu"]:  # the suite's own server runs here: every system's work is read
                 assert entry["cpu_ms_per_search"] > 0, name
+                # and the load its block ran under: run-queue waits per search, the machine's steal
+                assert entry["server_runq_ms_per_search"] >= 0 and entry["bench_runq_ms_per_search"] >= 0, (
+                    name
+                )
+                assert 0 <= entry["steal_share"] < 1, name
             # the earlier clocks, same searches: around the driver's calls / with composing the text
             if name.startswith("PGVectorStore"):
                 assert entry["server_sqlalchemy_events"]["mean_ms"] >= entry["server"]["mean_ms"], name
@@ -341,6 +346,12 @@ def test_report_renders_every_result_with_its_command(results: dict[str, Any], t
         assert results[name]["command"] in text
     assert "PGVectorStore hybrid" in text and "## Speed at scale" in text and "## Ingest throughput" in text
     assert "Reference, not the goal's row" in text and "server CPU ms per search" in text
+    assert "server run-queue wait ms per search" in text
+    ghostmem = results["peers"]["cases"][0]["systems"]["ghostmem hybrid"]
+    if results["peers"]["server_cpu"]:
+        assert (
+            f"| {ghostmem['cpu_ms_per_search']:.2f} | {ghostmem['server_runq_ms_per_search']:.2f} |" in text
+        )
     assert "The same searches by the earlier clocks" in text and "SQLAlchemy's cursor events" in text
     assert "## Cold commands" in text and "Every case at a glance" in text
     assert f"{results['peers']['cases'][0]['systems']['ghostmem hybrid']['server']['p50_ms']:.2f}" in text

@@ -1,5 +1,5 @@
-"""What the speed benches measure, on a real server: the server's CPU time (bench.server_cpu) and how bench.peers
-times PGVectorStore's statements and sets up its iterative-scan reference.
+"""What the speed benches measure, on a real server: the server's CPU time and a block's load (bench.server_cpu) and
+how bench.peers times PGVectorStore's statements and sets up its iterative-scan reference.
 
 The figures themselves mean nothing here; what is checked is what each instrument covers.
 """
@@ -7,6 +7,7 @@ The figures themselves mean nothing here; what is checked is what each instrumen
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -54,6 +55,35 @@ def test_the_servers_cpu_time_counts_a_busy_backends_work(server_dsn: str) -> No
     # work, and beyond it only the server's other processes' (idle here: well under a second), not the machine's
     assert own > 0.05
     assert own <= used <= own + 1.0
+
+
+def test_a_blocks_load_is_read_from_the_servers_processes_the_bench_threads_and_the_machine(
+    server_dsn: str,
+) -> None:
+    _local_server()
+    with psycopg.connect(server_dsn, autocommit=True) as conn, psycopg.connect(server_dsn) as busy:
+        cpu = ServerCPU.of(conn)
+        assert cpu is not None
+        before = cpu.snapshot()
+        done = threading.Event()
+        # a thread started in the block, as PGVectorStore's engine runs its searches on its event loop's thread
+        worker = threading.Thread(target=lambda: (sum(range(2_000_000)), done.wait(30)))
+        worker.start()
+        busy.execute("SELECT count(*) FROM generate_series(1, 2000000)").fetchone()
+        after = cpu.snapshot()
+        done.set()
+        worker.join()
+        backend = busy.info.backend_pid
+    assert any(pid == backend for pid, _ in after.server_waits)
+    assert any(tid == worker.native_id for tid, _ in after.bench_waits)
+    assert any(tid == threading.get_native_id() for tid, _ in after.bench_waits)
+    block = after.since(before)
+    assert block.server_wait is not None and block.server_wait >= 0
+    assert block.bench_wait is not None and block.bench_wait >= 0
+    assert (
+        block.steal is not None and block.machine_time is not None and 0 <= block.steal <= block.machine_time
+    )
+    assert block.machine_time > 0
 
 
 def test_a_process_that_only_shares_the_backends_pid_is_not_taken_for_the_server(
