@@ -50,19 +50,23 @@ the earlier mean was above the one compared now by 0.08–0.16 ms a search for g
 PGVectorStore hybrid ÷ ghostmem hybrid moved by at most 0.01 either way. *call* is
 the whole call a user makes, embedding the query with the same MiniLM model.
 
-CPU: ``cpu_ms_per_search`` is the CPU time the server's processes used over a system's block of server-timed
-searches (:mod:`bench.server_cpu`: the postmaster and its children — backends, I/O workers, parallel workers —
+CPU: ``cpu_ms_per_search`` is the CPU time the server's processes used over a system's server-timed searches
+(:mod:`bench.server_cpu`: the postmaster and its children — backends, I/O workers, parallel workers —
 from ``/proc``), divided by the number of searches: the work a search costs the server, whatever its latency. It is
 left out when the server is not on this machine.
 
-Load: each system is timed in a block of its own, so the machine's load can differ from one block to the next. Read
-in the same walk of ``/proc`` as the CPU, over the same block: ``server_runq_ms_per_search``, the time the same
-server processes spent ready to run but waiting for a core (``/proc/<pid>/schedstat`` field 2), per search;
-``bench_runq_ms_per_search``, the same for every thread of this process (``/proc/self/task/*/schedstat``: the
-client's side, PGVectorStore's engine included, which runs its searches on its event loop's thread); and
-``steal_share``, the share of the machine's CPU time the hypervisor gave to others (``/proc/stat``). A block with a
-large wait or steal has latencies — its p95 most, the third slowest of 48 searches — set by the machine rather than
-the search: compare the systems' CPU per search there, and read a latency ratio beside both blocks' waits.
+Load: each system is timed in passes of its own (``--rounds``, 3: in each round every system times every query, one
+system after another, the order reversed every other round), so the machine's load can differ from one pass to the
+next; three passes spread apart give each system a share of the run's quiet and busy moments, where one block each
+let a burst of load or steal fall on one system alone (session 35: the same code's ratios moved by up to 1.9×
+between two runs). Read in the same walk of ``/proc`` as the CPU, over each pass: ``server_runq_ms_per_search``,
+the time the same server processes spent ready to run but waiting for a core (``/proc/<pid>/schedstat`` field 2),
+per search; ``bench_runq_ms_per_search``, the same for every thread of this process (``/proc/self/task/*/schedstat``:
+the client's side, PGVectorStore's engine included, which runs its searches on its event loop's thread); and
+``steal_share``, the share of the machine's CPU time the hypervisor gave to others (``/proc/stat``). A system whose
+passes had a large wait or steal has latencies — its p95 most, the eighth slowest of 3 × 48 searches — set by the
+machine rather than the search: compare the systems' CPU per search there, and read a latency ratio beside both
+systems' waits.
 
 The reference rows *PGVectorStore vector / hybrid (iterative scan)* are the same store, calls and configuration on
 an engine whose connections set pgvector 0.8's ``hnsw.iterative_scan = relaxed_order`` (libpq ``options`` in the
@@ -74,9 +78,9 @@ a warning, when pgvector loads) and the run stops if the iterative scan did not 
 PGVectorStore hybrid at its defaults; the reference has its own ratio.
 
 Ratios are peer / ghostmem (above 1 = ghostmem faster, or cheaper for ``cpu``). The exact scans run first, in a
-pass of their own; then each system runs alone: every query once untimed (its index and table pages come into the
-server's cache, as they are for a store in use), every query timed server-side, then every query as a whole call
-(no query is timed right after a sequential scan through every vector, or right after another system's search).
+pass of their own; then every system runs every query once untimed (its index and table pages come into the
+server's cache, as they are for a store in use), then the timed rounds, then every query as a whole call (no query
+is timed right after a sequential scan through every vector; a pass's first query follows another system's pass).
 
 Quality: message-level recall@k of each vector search against the exact scan's top-k messages, and, for ghostmem
 (which returns conversations), conversation-level recall@k against the exact scan's k nearest conversations within
@@ -668,8 +672,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     )
                 if lg_store is not None and lg_store_live is not None:
                     systems.append(_langgraph_system(lg_store, lg_store_live, lg_clock, k, bound.langgraph))
-                for system in systems:
-                    _measure(system, queries, truth, acc, cpu)
+                _measure(systems, queries, truth, acc, cpu, args.rounds)
                 results.append(_case_summary(case.label, acc, k))
                 _print_case(results[-1])
         for engine in engines.values():
@@ -683,6 +686,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "seed": args.seed,
         "k": k,
         "queries": len(queries),
+        "rounds": args.rounds,
         "load": load_info,
         "peer_setup": setups,
         "versions": _versions(),
@@ -757,33 +761,49 @@ class _Found:
 
 
 def _measure(
-    system: _System, queries: list[str], truth: dict[str, _Truth], acc: dict[str, Any], cpu: ServerCPU | None
+    systems: list[_System],
+    queries: list[str],
+    truth: dict[str, _Truth],
+    acc: dict[str, Any],
+    cpu: ServerCPU | None,
+    rounds: int,
 ) -> None:
-    """A system alone: every query once to warm the caches, every query timed server-side (with the server's CPU
-    time, the run-queue waits and the steal over the block, then recall), then every query as a whole call."""
-    for q in queries:
-        system.server(q)
-    for q in queries[:WARM_UP_CALLS]:
-        system.call(q)
-    before = cpu.snapshot() if cpu else None
-    timed = [system.server(q) for q in queries]
-    if cpu and before:
-        _add(acc, system.name, block=cpu.snapshot().since(before))
-    for q, (clocks, found) in zip(queries, timed, strict=True):
-        exact = truth[q]
-        convs = exact.floored_conv_ids if system.floored else exact.conv_ids
-        values: dict[str, Any] = {
-            **clocks,
-            "rows": found.rows,
-            "conv_recall": _recall(list(dict.fromkeys(found.conv_ids)), convs),
-        }
-        if found.msg_ids is not None:
-            values["msg_recall"] = _recall(found.msg_ids(), exact.msg_ids)
-        _add(acc, system.name, **values)
-    for q in queries:
-        t0 = time.perf_counter()
-        system.call(q)
-        _add(acc, system.name, call=time.perf_counter() - t0)
+    """Every system warmed (every query once untimed, then a few whole calls), then ``rounds`` timed rounds — in
+    each, every system's pass of every query timed server-side, one system after another, the order reversed every
+    other round, with the server's CPU time, run-queue waits and steal over each pass — then every query of every
+    system as a whole call. Rows and recall are the first round's (a search returns the same every time)."""
+    for system in systems:
+        for q in queries:
+            system.server(q)
+        for q in queries[:WARM_UP_CALLS]:
+            system.call(q)
+    for r in range(rounds):
+        for system in systems if r % 2 == 0 else systems[::-1]:
+            before = cpu.snapshot() if cpu else None
+            timed = [system.server(q) for q in queries]
+            if cpu and before:
+                _add(acc, system.name, block=cpu.snapshot().since(before))
+            for q, (clocks, found) in zip(queries, timed, strict=True):
+                _add(acc, system.name, **clocks)
+                if r == 0:
+                    _add(acc, system.name, **_quality(system, found, truth[q]))
+    for system in systems:
+        for q in queries:
+            t0 = time.perf_counter()
+            system.call(q)
+            _add(acc, system.name, call=time.perf_counter() - t0)
+
+
+def _quality(system: _System, found: _Found, exact: _Truth) -> dict[str, Any]:
+    """What a search found, against the exact scan: its rows, its conversations' recall, its messages' recall."""
+    convs = exact.floored_conv_ids if system.floored else exact.conv_ids
+    values: dict[str, Any] = {
+        "rows": found.rows,
+        "conv_recall": _recall(list(dict.fromkeys(found.conv_ids)), convs),
+    }
+    if found.msg_ids is not None:
+        values["msg_recall"] = _recall(found.msg_ids(), exact.msg_ids)
+    return values
 
 
 @dataclass(frozen=True)
@@ -938,7 +958,7 @@ def _case_summary(label: str, acc: dict[str, dict[str, list[Any]]], k: int) -> d
 
 
 def _block_figures(blocks: list[Block], searches: int) -> dict[str, Any]:
-    """The server's CPU and the run-queue waits per search over a system's timed block, and the steal's share."""
+    """The server's CPU and the run-queue waits per search over a system's timed passes, and the steal's share."""
     out: dict[str, Any] = {"cpu_ms_per_search": round(1000 * sum(b.cpu for b in blocks) / searches, 3)}
     for key, waits in (
         ("server_runq_ms_per_search", [b.server_wait for b in blocks]),
@@ -996,6 +1016,12 @@ def main(argv: list[str] | None = None) -> int:
         "pgvector's iterative scan), langgraph",
     )
     p.add_argument("--rebuild-peers", action="store_true", help="copy and index the peers' tables again")
+    p.add_argument(
+        "--rounds",
+        type=int,
+        default=3,
+        help="timed rounds: in each, every system times every query, one system after another",
+    )
     _, out = run_bench(p, argv, "peers", run, lambda args, _: f"peers-{args.messages}.json")
     print(f"\nwrote {out}")
     return 0

@@ -53,18 +53,20 @@ cache, as they are for a store in use), then every set is timed server-side, the
 three untimed calls that load the model). Ratios are always measured in the same process, on the same data, in the same run. Each run records the machine's load average when it ended: a load
 above the core count means other work shared the two cores during the run, so its absolute latencies are upper
 bounds and its p95 is noisy, while the ratios, measured side by side, remain comparable. *Server CPU per search*
-(bench.peers, bench.fairness) is the CPU time the server's processes used over a system's block of server-timed
-searches, divided by their number (`/proc` of the embedded server's postmaster and its children: backends, I/O workers, parallel
+(bench.peers, bench.fairness) is the CPU time the server's processes used over a system's server-timed searches,
+divided by their number (`/proc` of the embedded server's postmaster and its children: backends, I/O workers, parallel
 workers; `bench/server_cpu.py`): the work a search costs the server whatever its latency, and the figure that stays
 comparable when a system runs statements on several connections at once. A loaded machine stretches latencies much
 more than CPU times. Beside it (bench.peers; '–' for runs made before they were recorded), what the machine's load
-did to that same block: the *server's run-queue wait* per search (the time the same server processes were ready to
+did to those same searches: the *server's run-queue wait* per search (the time the same server processes were ready to
 run but waiting for a core, `/proc/<pid>/schedstat` field 2), the *bench's run-queue wait* per search (the same for
 every thread of the bench process — the client's side, PGVectorStore's event-loop thread included) and the *steal*
 (the share of the machine's CPU time the hypervisor gave to other guests, `/proc/stat`). Each system is timed in
-a block of its own, so these differ between the blocks of one run: a block with a large wait or steal has
-latencies — its p95 above all, the third slowest of 48 searches — that are the machine's, not the search's; compare
-its CPU per search, and read a latency ratio beside both blocks' waits.
+passes of its own — in bench.peers three rounds, each timing every system's pass of every query one system after
+another, the order reversed every other round (one block per system before session 36) — so these differ between
+the systems of one run: a system whose passes had a large wait or steal has latencies — its p95 above all, the
+eighth slowest of 3 × 48 searches — that are the machine's, not the search's; compare its CPU per search, and read
+a latency ratio beside both systems' waits.
 
 **Peers** (`bench/peers.py`): the same embedded messages copied server-side into each peer's own tables with its own
 indexes — langchain-postgres `PGVectorStore` (HNSW m=16, ef_construction=64; GIN on its `content_tsv`; hybrid =
@@ -90,10 +92,10 @@ words. The exact reference is the same vector query run as a sequential scan. Re
 vector search against the exact top-k messages; conversation-level recall@k of ghostmem (which returns
 conversations) against the exact k nearest conversations. A hybrid result is not meant to equal the vector top-k:
 its overlap is shown for information. *rows* is what came back; a filtered search returning fewer than k rows
-although k exist has lost results. The exact scans run first, in a pass of their own; then each system runs alone:
-every query once untimed (its pages come into the server's cache, as they are for a store in use), every query
-timed server-side, then every query as a whole call. No query is timed right after a sequential scan through every
-vector or right after another system's search.
+although k exist has lost results. The exact scans run first, in a pass of their own; then every system runs every
+query once untimed (its pages come into the server's cache, as they are for a store in use), then the timed rounds
+(every query of every system timed server-side in each), then every query as a whole call. No query is timed right
+after a sequential scan through every vector.
 
 **Ingest** (`bench/ingest.py`): generated conversations written as generic-format JSONL files and imported with
 `gm.import_paths` into a fresh database per run (so no run profits from another's embedding cache), once without
@@ -330,7 +332,7 @@ def _share(value: float | None) -> str | None:
 
 
 def _block_load(e: dict[str, Any]) -> str | None:
-    """A system's block: the server's and the bench's run-queue wait per search, and the steal (None: a run made
+    """A system's timed searches: the server's and the bench's run-queue wait per search, and the steal (None: a run made
     before they were recorded)."""
     values = (
         e.get("server_runq_ms_per_search"),
@@ -359,7 +361,8 @@ def peers_summary(runs: list[dict[str, Any]]) -> str:
                     f"{lc['server']['p50_ms']:.2f} / {lc['server']['p95_ms']:.2f}",
                     f"**{ratio.get('server_p50')} / {ratio.get('server_p95')}**",
                     _cpu_pair(gm, lc), _block_load(gm), _block_load(lc), gm.get("conv_recall"),
-                    lc.get("conv_recall"), f"{gm['rows_median']:.0f} / {lc['rows_median']:.0f}", load[0],
+                    lc.get("conv_recall"), f"{gm['rows_median']:.0f} / {lc['rows_median']:.0f}",
+                    f"{r.get('rounds', 1)} × {r['queries']}", load[0],
                 )
             )  # fmt: skip
             it = case["systems"].get(PEER_ITERATIVE)
@@ -379,15 +382,15 @@ def peers_summary(runs: list[dict[str, Any]]) -> str:
     head = (
         "messages", "case", "ghostmem hybrid p50 / p95", "PGVectorStore hybrid p50 / p95", "ratio p50 / p95",
         "server CPU ms per search (ghostmem / PGVectorStore)",
-        "ghostmem block: server / bench run-queue wait ms per search / steal",
-        "PGVectorStore block: server / bench run-queue wait ms per search / steal", "ghostmem conv recall@k",
-        "PGVectorStore conv recall@k", "rows", "load",
+        "ghostmem: server / bench run-queue wait ms per search / steal",
+        "PGVectorStore: server / bench run-queue wait ms per search / steal", "ghostmem conv recall@k",
+        "PGVectorStore conv recall@k", "rows", "searches timed (rounds × queries)", "load",
     )  # fmt: skip
     out = (
         "Every case at a glance — server-side ms, PGVectorStore hybrid (at its defaults: the goal's peer) ÷ ghostmem "
         "hybrid from the same run (above 1 = ghostmem faster), the server's CPU time per search, what the machine's "
-        "load did to each system's timed block (run-queue waits per search, steal: a block with a large wait or "
-        "steal has the machine's latencies, not the search's — compare CPU), conversation recall@k against the "
+        "load did to each system's timed searches (run-queue waits per search, steal: a system whose passes had a "
+        "large wait or steal has the machine's latencies, not the search's — compare CPU), conversation recall@k against the "
         "exact nearest conversations (ghostmem's within its similarity floor), rows returned (median); the load "
         f"average is the machine's when the run ended (2 cores):\n\n{_table(head, rows)}\n"
     )

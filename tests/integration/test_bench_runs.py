@@ -152,7 +152,10 @@ def test_peers_compare_on_the_same_data(results: dict[str, Any]) -> None:
             "PGVectorStore vector (iterative scan)", "PGVectorStore hybrid (iterative scan)", "LangGraph PostgresStore",
         }  # fmt: skip
         assert systems["exact scan"]["rows_min"] == run["k"]
+        assert systems["exact scan"]["server"]["n"] == run["queries"]
         for name, entry in systems.items():
+            if name != "exact scan":  # each system's every query timed in every round
+                assert entry["server"]["n"] == run["rounds"] * run["queries"] == 3 * 3, name
             for metric in ("msg_recall", "conv_recall"):
                 if metric in entry:
                     assert 0.0 <= entry[metric] <= 1.0, (name, metric)
