@@ -6,7 +6,6 @@ Importers are pure parsers from a platform's files to these records; :mod:`ghost
 from __future__ import annotations
 
 import hashlib
-import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, get_args
@@ -43,18 +42,19 @@ TITLE_FROM_PLATFORM = 3
 def clip(text: str | None, limit: int) -> str:
     """One line of at most ``limit`` characters (whitespace collapsed, an ellipsis when cut).
 
-    Reads only as many words as the line needs, so a huge text costs no more than a short one.
+    Reads only a start of the text long enough for the line (four times longer each time the collapsed start is
+    still short), so a huge text costs no more than a short one. A start cut inside a word ends in part of it,
+    which is what the whole text's line holds there: if that start is already longer than the line, the line is
+    cut within it, as it would be within the whole text.
     """
     if not text:
         return ""
-    words: list[str] = []
-    length = -1
-    for word in re.finditer(r"\S+", text):
-        words.append(word.group())
-        length += len(word.group()) + 1
-        if length > limit:
+    read = limit + 1
+    while True:
+        flat = " ".join(text[:read].split())
+        if len(flat) > limit or read >= len(text):
             break
-    flat = " ".join(words)
+        read *= 4
     return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
+from typing import Any
 
 from ghostmem import limits, render
 from ghostmem.models import (
@@ -13,6 +14,8 @@ from ghostmem.models import (
     SearchResult,
     Thread,
 )
+from hypothesis import given
+from hypothesis import strategies as st
 from support.conversations import START, row
 
 
@@ -53,6 +56,31 @@ def test_clip_never_cuts_short_text() -> None:
     assert render.clip("a  b\n c", 10) == "a b c"
     assert render.clip(None, 10) == ""
     assert render.clip("abcdefghij", 5) == "abcd…"
+
+
+@given(
+    st.text(alphabet=st.sampled_from("abé中 \n\t\u3000\u00a0\x1c"), max_size=400),
+    st.integers(min_value=1, max_value=60),
+)
+def test_clip_is_the_collapsed_text_cut_to_its_limit(text: str, limit: int) -> None:
+    """Whatever start of the text clip reads, its line is the whole text's, whitespace collapsed, cut to ``limit``
+    with an ellipsis (the alphabet: words, ASCII and other Unicode whitespace, long runs of either)."""
+    flat = " ".join(text.split())
+    expected = flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+    assert render.clip(text, limit) == expected
+
+
+def test_clip_reads_a_huge_text_no_further_than_its_line() -> None:
+    class Counting(str):
+        read = 0
+
+        def __getitem__(self, key: Any) -> str:
+            Counting.read = max(Counting.read, key.stop or len(self))
+            return str.__getitem__(self, key)
+
+    # 3.4 MB of words each followed by 30 spaces: the 40-character line needs the first 9 words (306 characters)
+    assert render.clip(Counting(("word" + " " * 30) * 100_000), 40) == ("word " * 8)[:39].rstrip() + "…"
+    assert 0 < Counting.read <= 4 * 306
 
 
 def test_empty_results_say_what_to_do() -> None:
