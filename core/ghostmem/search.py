@@ -79,12 +79,12 @@ WIDE_FILTER_SHARE = 0.05  # filters keeping at least this share of the owner's m
 WIDE_VECTOR_PER_HIT = 2  # ... and the vector leg gives this many per requested conversation ...
 WIDE_VECTOR_DEPTH_MIN = 20  # ... and at least this many
 HNSW_EF_SEARCH = 100  # candidates an HNSW search keeps (pgvector's default is 40)
-# ... and a walk of a project's own graph (migration 155), never below the rows asked (200 until session 28, 100
-# until session 29)
-PROJECT_GRAPH_EF_SEARCH = 75
+# ... and a filtered walk at least: of a project's own graph (migration 155; 200 until session 28, 100 until
+# session 29), or of a graph under 56,000 rows (session 37), never below the rows asked
+FILTERED_EF_SEARCH = 75
 # Candidates the vector leg's walk of an owner's graph keeps (hnsw.ef_search; migration 163: a graph of the owner's
-# own): MESSAGE_EF_SEARCH for a graph of up to MESSAGE_EF_ROWS messages, and MESSAGE_EF_PER_DECADE more for each
-# tenfold beyond, so 200 at a million (see message_ef_search).
+# own): MESSAGE_EF_SEARCH for a graph of MESSAGE_EF_ROWS messages, and MESSAGE_EF_PER_DECADE more (or fewer) for
+# each tenfold beyond (or below), so 200 at a million (see message_ef_search).
 MESSAGE_EF_SEARCH = 100
 MESSAGE_EF_ROWS = 100_000
 MESSAGE_EF_PER_DECADE = 100
@@ -1125,26 +1125,36 @@ def _scope_conjunction(
 _OWNER_GRAPH_ROWS = sql.SQL("k.all_rows")  # the owner's messages of every tier (:func:`_counts`): its graph's
 
 
-def message_ef_search(depth: int, rows: sql.Composable = _OWNER_GRAPH_ROWS) -> sql.Composable:
+def message_ef_search(least: int, rows: sql.Composable = _OWNER_GRAPH_ROWS) -> sql.Composable:
     """SQL for the ``hnsw.ef_search`` of the vector leg (as text, for ``set_config``): :data:`MESSAGE_EF_SEARCH`
-    candidates for a graph of up to :data:`MESSAGE_EF_ROWS` messages (``rows``: the owner's, ``k.all_rows`` of
-    :func:`_counts`, or its recent messages', migration 210), and :data:`MESSAGE_EF_PER_DECADE` more for each tenfold
-    beyond, never fewer than ``depth`` (the leg's rows).
+    candidates for a graph of :data:`MESSAGE_EF_ROWS` messages (``rows``: the owner's, ``k.all_rows`` of
+    :func:`_counts`, or its recent messages', migration 210, or its platform's, 230), and
+    :data:`MESSAGE_EF_PER_DECADE` more for each tenfold beyond, as many fewer below, never fewer than ``least``: the
+    leg's rows unfiltered (the search's depth), under a filter the most a filtered leg asks or
+    :data:`FILTERED_EF_SEARCH`, whichever is more (:func:`_walk_least`).
 
     An HNSW walk finds fewer of the nearest rows as its graph grows, and an owner's graph has no other owner's rows
     to skip: in the graph every owner shared, those made pgvector's iterative scan go on past ``ef_search``. At
     100,000 messages 100 candidates found 0.99 of the exact nearest 100; at a million 0.89, and 200 found 0.95,
-    more than the shared graph did with 100 (0.93) (docs/search.md, "A graph per owner")."""
+    more than the shared graph did with 100 (0.93) (docs/search.md, "A graph per owner"). A filtered leg asks 20 or
+    50 rows, and in a smaller graph 75 candidates find them as well: the 100k bench store's month graph (15,600
+    rows) and platform graph walked at 75 returned the same conversations in every hybrid search, 4-6% less of the
+    server's CPU (docs/search.md, "Session 37")."""
     return sql.SQL(
-        "greatest({depth}, round({ef} + {per_decade} * greatest(0, log(greatest({rows}, 1)::float8 / {base}))))"
-        "::integer::text"
+        "greatest({least}, round({ef} + {per_decade} * log(greatest({rows}, 1)::float8 / {base})))::integer::text"
     ).format(
-        depth=sql.Literal(depth),
+        least=sql.Literal(least),
         ef=sql.Literal(MESSAGE_EF_SEARCH),
         per_decade=sql.Literal(MESSAGE_EF_PER_DECADE),
         rows=rows,
         base=sql.Literal(MESSAGE_EF_ROWS),
     )
+
+
+def _walk_least(limit: int, depth: int) -> int:
+    """The fewest candidates a filtered walk keeps: the most rows a filtered vector leg asks (:func:`vector_depth`
+    of a narrow filter: 50 for 10 conversations) or :data:`FILTERED_EF_SEARCH`, whichever is more."""
+    return max(vector_depth(limit, depth, 0.0), FILTERED_EF_SEARCH)
 
 
 def vector_scan(
@@ -1180,7 +1190,7 @@ def vector_scan(
     A project search whose scope holds ``graphs`` projects with a graph of their own (migration 155), ``graph_rows``
     rows in all, may walk those instead: each walk passes over about ``max(ef_search, vec_depth)`` rows (every row of
     the graph is the project's), each costing about as much as :data:`EXACT_ROWS_PER_HNSW_ROW` rows of an exact
-    scan, and the rest of the scope is read exactly: with :data:`PROJECT_GRAPH_EF_SEARCH`, 1,875 rows per graph,
+    scan, and the rest of the scope is read exactly: with :data:`FILTERED_EF_SEARCH`, 1,875 rows per graph,
     well below the size past which migration 155 builds one (at 100k messages the walk of a 4,000-row project's
     graph at ``ef_search`` 200 cost a little more than reading it; at 1M a 31,000-row project's about half as much
     as its quantized scan, at 100 candidates 1.16x less again and at 75 1.03x: docs/search.md, "A graph of each
@@ -1306,10 +1316,10 @@ def _plan_statement(args: SearchPersonalMemoryArgs, lexical: bool, vector: bool,
         # filtered leg asks at most (vector_depth of a narrow filter); without one, the search's depth
         ef_search=sql.SQL("CASE WHEN k.graphs IS NULL THEN {depth} ELSE {walk} END").format(
             depth=sql.Literal(str(depth)),
-            walk=sql.Literal(str(max(vector_depth(args.limit, depth, 0.0), PROJECT_GRAPH_EF_SEARCH))),
+            walk=sql.Literal(str(_walk_least(args.limit, depth))),
         )
         if graphed
-        else message_ef_search(depth, walked_rows),
+        else message_ef_search(_walk_least(args.limit, depth) if filtered else depth, walked_rows),
         share=_filter_share(args) if filtered else sql.SQL("1::float8"),
         scope_rows=_scope_rows(args),
         projects=sql.SQL(

@@ -145,7 +145,7 @@ def test_the_search_walks_a_graph_only_when_it_exists(
     walks it; a small project without one, the
     graphs dropped (as `ghostmem reembed` does first), a time window or a platform within the project (their
     filters would make the walk pass over what they leave out) get no graph to walk."""
-    ef = search.PROJECT_GRAPH_EF_SEARCH
+    ef = search.FILTERED_EF_SEARCH
     assert search.vector_scan(31_000, 31_000, 1_010_845, 50, ef, 1, 31_000) == "graph"
     assert search.vector_scan(31_500, 31_500, 1_010_845, 50, ef, 1, 31_000) == "graph"  # and a titled few
     assert search.vector_scan(31_000, 31_000, 1_010_845, 50, ef) == "quantized"  # no graph: as before
@@ -190,7 +190,7 @@ def test_a_project_walk_keeps_75_candidates_and_never_fewer_than_the_rows_it_ask
     store: str, tmp_path: Path
 ) -> None:
     """A project filter alone matching a project with a graph of its own sets hnsw.ef_search to
-    PROJECT_GRAPH_EF_SEARCH (75), or to the vector leg's rows when it asks more (a narrow filter's five per
+    FILTERED_EF_SEARCH (75), or to the vector leg's rows when it asks more (a narrow filter's five per
     requested conversation: 100 for 20, 150 for 30); each walk's LIMIT is at most that. Without a graph (a small
     project) it stays the search's depth (100 up to 20 conversations, as before)."""
     with GhostMem(dsn=store, owner="ann", embedder=HashEmbedder()) as gm:

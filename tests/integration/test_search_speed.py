@@ -993,15 +993,16 @@ def test_the_walk_of_an_owners_graph_keeps_more_candidates_as_its_own_graph_grow
     gm: GhostMem, owner: str, tmp_path: Path
 ) -> None:
     """The vector leg's hnsw.ef_search follows the size of the owner's own graph (its messages of every tier, from
-    the counts of migration 092), never another owner's: 100 up to 100,000 messages, 100 more for each tenfold
-    beyond (200 at a million), and never fewer than the leg's depth (250 rows for 50 conversations)."""
+    the counts of migration 092), never another owner's: 100 at 100,000 messages, 100 more for each tenfold beyond
+    (200 at a million) and as many fewer below, never fewer than the leg's depth (250 rows for 50 conversations)
+    or, under a filter, than FILTERED_EF_SEARCH (75) or the most rows a filtered leg asks (250 for 50)."""
     import_generic(
         gm, tmp_path / "mine.jsonl", [conversation("c1", "plans", 1, ["the deploy plan", "ready"], "/a")]
     )
 
-    def ef_search(limit: int = 10) -> str:
+    def ef_search(limit: int = 10, platform: str | None = None) -> str:
         with gm.connection() as conn:
-            args = SearchPersonalMemoryArgs(query="deploy plan", limit=limit)
+            args = SearchPersonalMemoryArgs(query="deploy plan", limit=limit, platform=platform)
             run_sync(search_personal_memory(gm.context, args), conn, gm.embedder)
             row = conn.execute("SHOW hnsw.ef_search").fetchone()
             conn.rollback()
@@ -1019,12 +1020,23 @@ def test_the_walk_of_an_owners_graph_keeps_more_candidates_as_its_own_graph_grow
             conn.commit()
 
     assert ef_search() == "100"
+    assert ef_search(platform="generic") == "75"  # a filter: its leg asks 20 or 50 rows of a small graph
     count(f"{owner}-large", "personal", 10_000_000)  # another owner's graph
     assert ef_search() == "100"
-    for n, expected in ((99_990, "100"), (999_990, "200"), (9_999_990, "300"), (316_218, "150")):
+    assert ef_search(platform="generic") == "75"
+    for n, expected, filtered in (
+        (99_990, "100", "100"),
+        (999_990, "200", "200"),
+        (9_999_990, "300", "300"),
+        (316_218, "150", "150"),
+        (70_790, "100", "85"),  # 100 - 100 x 0.15
+        (56_240, "100", "75"),
+        (20_000, "100", "75"),
+    ):
         count(owner, "library", n)  # the graph holds the owner's messages of every tier
-        assert ef_search() == expected, n
+        assert (ef_search(), ef_search(platform="generic")) == (expected, filtered), n
     assert ef_search(limit=50) == "250"
+    assert ef_search(limit=50, platform="generic") == "250"
 
 
 def _statement(gm: GhostMem, args: SearchPersonalMemoryArgs, *disabled: str) -> tuple[str, str]:
