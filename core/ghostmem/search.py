@@ -1138,7 +1138,7 @@ def message_ef_search(least: int, rows: sql.Composable = _OWNER_GRAPH_ROWS) -> s
     100,000 messages 100 candidates found 0.99 of the exact nearest 100; at a million 0.89, and 200 found 0.95,
     more than the shared graph did with 100 (0.93) (docs/search.md, "A graph per owner"). A filtered leg asks 20 or
     50 rows, and in a smaller graph 75 candidates find them as well: the 100k bench store's month graph (15,600
-    rows) and platform graph walked at 75 returned the same conversations in every hybrid search, 4-6% less of the
+    rows) and platform graph walked at 75 returned the same conversations in every hybrid search, 2-5% less of the
     server's CPU (docs/search.md, "Session 37")."""
     return sql.SQL(
         "greatest({least}, round({ef} + {per_decade} * log(greatest({rows}, 1)::float8 / {base})))::integer::text"
