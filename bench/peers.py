@@ -969,8 +969,9 @@ def _block_figures(blocks: list[Block], searches: int) -> dict[str, Any]:
             out[key] = round(1000 * sum(known) / searches, 3)
     steal = [b.steal for b in blocks if b.steal is not None]
     time_ = [b.machine_time for b in blocks if b.machine_time is not None]
-    if len(steal) == len(time_) == len(blocks) and sum(time_) > 0:
-        out["steal_share"] = round(sum(steal) / sum(time_), 4)
+    if len(steal) == len(time_) == len(blocks):
+        # passes shorter than /proc/stat's tick (10 ms, a smoke run's) may see no tick at all, and then no steal
+        out["steal_share"] = round(sum(steal) / sum(time_), 4) if sum(time_) > 0 else 0.0
     return out
 
 

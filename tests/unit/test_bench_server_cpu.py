@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.server_cpu import ServerCPU, parse_machine_time, parse_schedstat, parse_stat
+from bench.server_cpu import Block, ServerCPU, parse_machine_time, parse_schedstat, parse_stat
 
 TICKS = 100
 
@@ -194,3 +194,17 @@ def test_a_kernel_without_schedstat_or_steal_leaves_the_figures_unknown(tmp_path
     assert block.cpu == 0.0  # read from /proc/<pid>/stat as before
     assert block.server_wait is None and block.bench_wait is None
     assert block.steal is None and block.machine_time is None
+
+
+def test_a_system_whose_passes_saw_no_tick_of_the_machines_clock_had_no_steal() -> None:
+    """bench.peers' steal share is the steal's ticks over the machine's over a system's passes; passes shorter than
+    /proc/stat's tick (a smoke run's) may see none at all, and then none of steal either: 0, not a missing figure
+    (the smoke run asserts it for every system). Where the kernel reports no steal, it stays unknown."""
+    from bench.peers import _block_figures
+
+    def block(steal: int | None, total: int | None) -> Block:
+        return Block(cpu=0.001, server_wait=0.0, bench_wait=0.0, steal=steal, machine_time=total)
+
+    assert _block_figures([block(0, 0), block(0, 0)], 2)["steal_share"] == 0.0
+    assert _block_figures([block(0, 0), block(3, 12)], 2)["steal_share"] == 0.25
+    assert "steal_share" not in _block_figures([block(None, None), block(3, 12)], 2)
