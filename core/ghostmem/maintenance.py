@@ -316,6 +316,9 @@ def _step(
     count = run()
     seconds = time.perf_counter() - started
     after = _speedup_indexes(conn) if indexes else set()
+    if owner is not None and indexes and (count or after != before):
+        with conn.transaction():
+            owner_changed(conn, owner)
     return MaintainStep(
         owner, name, count, seconds, tuple(sorted(after - before)), tuple(sorted(before - after))
     )
@@ -456,12 +459,20 @@ def build_captured_project_graph(conn: Connection[Any], owner: str, conv_id: str
         with conn.transaction():
             conn.execute(f"SET LOCAL lock_timeout = '{CAPTURE_GRAPH_LOCK_WAIT}'")
             row = conn.execute("SELECT ghostmem.build_project_graphs(%s)", (owner,)).fetchone()
+            owner_changed(conn, owner)
     except psycopg.Error as error:
         logger.warning(
             "the graph of a captured project was not built (the next capture or import builds it): %s", error
         )
         return 0
     return int(row[0]) if row else 0
+
+
+def owner_changed(conn: Connection[Any], owner: str) -> None:
+    """Replace the owner's token (migration 274), in the caller's transaction: its search indexes changed, so the
+    plan statements' rows processes keep for it are read again (search.py, ``_plan_row``). Writes of messages and
+    conversations replace it by their triggers."""
+    conn.execute("SELECT ghostmem.owners_changed(ARRAY[%s])", (owner,))
 
 
 def _may_build_graphs(conn: Connection[Any]) -> bool:

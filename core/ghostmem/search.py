@@ -35,6 +35,8 @@ from __future__ import annotations
 
 import math
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -948,7 +950,8 @@ _WINDOW = sql.SQL(
     """(
     SELECT coalesce(sum(c.n) FILTER (WHERE c.tier = ANY(p.tiers) AND c.day >= d.start), 0) AS rows,
            CASE WHEN d.since IS NOT NULL THEN g.since END AS since,
-           CASE WHEN d.since IS NOT NULL THEN coalesce(sum(c.n) FILTER (WHERE c.day >= d.since), 0) END AS recent_rows
+           CASE WHEN d.since IS NOT NULL THEN coalesce(sum(c.n) FILTER (WHERE c.day >= d.since), 0) END AS recent_rows,
+           CASE WHEN d.since IS NULL THEN g.since::timestamptz + make_interval(days => p.days) END AS until
     FROM (SELECT {since} AS since OFFSET 0) g
     CROSS JOIN LATERAL (
         SELECT ((now() - make_interval(days => p.days)) AT TIME ZONE 'UTC')::date AS start,
@@ -1263,6 +1266,99 @@ _SETTINGS = sql.SQL(
 ).format(jit=NO_JIT)
 _SETTING_PARAMS = {"max_scan": str(HNSW_MAX_SCAN_TUPLES)}
 
+# The speaker names the query mentions (``p.names``: _speaker_candidates) that people of the owner's searched tiers
+# are (_people): the plan statement's and the check statement's ``speakers``.
+_SPEAKERS = sql.SQL(
+    "ARRAY(SELECT n.name FROM unnest(p.names) AS n(name) WHERE EXISTS (SELECT 1 FROM ghostmem.messages m"
+    " WHERE m.owner = p.owner AND lower(m.speaker) = n.name AND m.speaker IS NOT NULL AND {people}"
+    " AND m.tier = ANY(p.tiers)))"
+).format(people=_people("m"))
+# The owner's token (migration 274): replaced by every write of what the plan statement reads.
+_TOKEN = sql.SQL("(SELECT c.token FROM ghostmem.owner_changes c WHERE c.owner = p.owner)")
+# The next midnight (UTC): a time window's first day (_WINDOW's start) moves then.
+_MIDNIGHT = sql.SQL("((date_trunc('day', now() AT TIME ZONE 'UTC') + interval '1 day') AT TIME ZONE 'UTC')")
+# The instant a time window starts on or after the day of the owner's index of its recent messages' words
+# (migration 240) when it does not yet (_RECENT_WORDS), else NULL.
+_RECENT_WORDS_UNTIL = sql.SQL(
+    "(SELECT CASE WHEN now() - make_interval(days => p.days) < r.since::timestamptz"
+    " THEN r.since::timestamptz + make_interval(days => p.days) END FROM (SELECT {day} AS since OFFSET 0) r)"
+).format(day=_RECENT_WORDS_DAY)
+
+
+def _valid_until(args: SearchPersonalMemoryArgs, lexical: bool) -> sql.Composable:
+    """The plan statement's ``valid_until``: when what it read of a time window changes without a write (the
+    window's first day at midnight, the day its start passes an index's day: _WINDOW's ``until``,
+    :data:`_RECENT_WORDS_UNTIL`), NULL without a window (its row holds until the owner's token changes)."""
+    if args.days is None:
+        return sql.SQL("NULL::timestamptz")
+    moments = [_MIDNIGHT, sql.SQL("w.until")] + ([_RECENT_WORDS_UNTIL] if lexical else [])
+    return sql.SQL("least({moments})").format(moments=sql.SQL(", ").join(moments))  # least skips NULLs
+
+
+def _check_statement(vector: bool) -> sql.Composed:
+    """The statement a search runs instead of its plan statement when the process keeps that statement's row for
+    the same owner and filters (:func:`_plan_row`): the settings (the walk's ``ef_search`` as kept), the speakers
+    this query names, and whether the row is still valid (the owner's token unchanged, ``valid_until`` not
+    passed)."""
+    columns: list[sql.Composable] = [_SETTINGS]
+    if vector:
+        columns.append(sql.SQL("set_config('hnsw.ef_search', %(ef_search)s, true) AS ef_search"))
+        columns.append(sql.SQL("{speakers} AS speakers").format(speakers=_SPEAKERS))
+    columns.append(
+        sql.SQL(
+            "{token} = %(token)s::uuid AND now() < coalesce(%(valid_until)s::timestamptz, 'infinity') AS valid"
+        ).format(token=_TOKEN)
+    )
+    return sql.SQL("SELECT {columns} FROM {values}").format(
+        columns=sql.SQL(", ").join(columns), values=_SEARCH_VALUES
+    )
+
+
+# Plan statements' rows a process keeps (the least recently used go first), by statement, owner and filter values.
+PLANS_KEPT = 4096
+_kept_plans: OrderedDict[tuple[Any, ...], Row] = OrderedDict()
+_kept_lock = threading.Lock()
+
+
+def _kept_plan(key: tuple[Any, ...]) -> Row | None:
+    with _kept_lock:
+        row = _kept_plans.get(key)
+        if row is not None:
+            _kept_plans.move_to_end(key)
+        return row
+
+
+def _keep_plan(key: tuple[Any, ...], row: Row) -> None:
+    with _kept_lock:
+        _kept_plans[key] = row
+        _kept_plans.move_to_end(key)
+        while len(_kept_plans) > PLANS_KEPT:
+            _kept_plans.popitem(last=False)
+
+
+def _plan_row(key: tuple[Any, ...], statement: sql.SQL, vector: bool, params: dict[str, Any]) -> Program[Row]:
+    """The row of a search's plan statement (``statement``, its shape and values ``key``): the one the process
+    keeps when the check statement finds it still valid (with this query's speakers), else the statement's own
+    (kept when the owner has a token). What the plan statement reads changes with the owner's writes and, for a
+    time window, with the clock; a kept row is used only in a transaction that sees neither change (docs/search.md,
+    "Kept plans")."""
+    kept = _kept_plan(key)
+    if kept is not None:
+        checked = {
+            "token": kept["token"],
+            "valid_until": kept["valid_until"],
+            "ef_search": kept.get("ef_search"),
+        }
+        checks: list[Row] = yield Query(
+            _text(("check", vector), lambda: _check_statement(vector)), {**params, **checked}
+        )
+        if checks[0]["valid"]:
+            return {**kept, "speakers": checks[0]["speakers"]} if vector else kept
+    rows: list[Row] = yield Query(statement, params)
+    if rows[0]["token"] is not None:
+        _keep_plan(key, rows[0])
+    return rows[0]
+
 
 def _plan_statement(args: SearchPersonalMemoryArgs, lexical: bool, vector: bool, depth: int) -> sql.Composed:
     """The plan statement of a search: its settings, the owner's counts and the search's scope (and for a search by
@@ -1275,9 +1371,11 @@ def _plan_statement(args: SearchPersonalMemoryArgs, lexical: bool, vector: bool,
     titled, titled_rows = _titled(args)
     if not vector:
         return sql.SQL(
-            "SELECT {settings}, {owner_rows} AS owner_rows, {titled} AS titled, {words} FROM {values}{t}"
+            "SELECT {settings}, {token} AS token, NULL::timestamptz AS valid_until, {owner_rows} AS owner_rows,"
+            " {titled} AS titled, {words} FROM {values}{t}"
         ).format(
             settings=_SETTINGS,
+            token=_TOKEN,
             owner_rows=_OWNER_ROWS,
             titled=titled,
             words=_words_columns(args, False),
@@ -1299,19 +1397,18 @@ def _plan_statement(args: SearchPersonalMemoryArgs, lexical: bool, vector: bool,
     # Speaker names the query mentions (people's: _people) and how narrow its filters are (the same round trip).
     return sql.SQL(
         """
-            SELECT {settings}, set_config('hnsw.ef_search', {ef_search}, true) AS ef_search, ARRAY(
-                SELECT n.name FROM unnest(p.names) AS n(name)
-                WHERE EXISTS (SELECT 1 FROM ghostmem.messages m
-                              WHERE m.owner = p.owner AND lower(m.speaker) = n.name AND m.speaker IS NOT NULL
-                                AND {people} AND m.tier = ANY(p.tiers))
-            ) AS speakers, {share} AS share, k.owner_rows, {scope_rows} AS scope_rows, {projects} AS projects,
-            {graphs} AS graphs, {graph_rows} AS graph_rows, {walked_rows} AS owner_graph_rows, {since} AS since,
+            SELECT {settings}, set_config('hnsw.ef_search', {ef_search}, true) AS ef_search,
+            {speakers} AS speakers, {token} AS token, {valid_until} AS valid_until, {share} AS share, k.owner_rows,
+            {scope_rows} AS scope_rows, {projects} AS projects, {graphs} AS graphs, {graph_rows} AS graph_rows,
+            {walked_rows} AS owner_graph_rows, {since} AS since,
             {titled} AS titled, {platform_graph_rows} AS platform_graph_rows, {words}
             FROM {values} CROSS JOIN LATERAL {counts}{window}{titled_rows}
             """
     ).format(
         settings=_SETTINGS,
-        people=_people("m"),
+        speakers=_SPEAKERS,
+        token=_TOKEN,
+        valid_until=_valid_until(args, lexical),
         # a project filter alone walks a matching project's graph when there is one, keeping at least the rows a
         # filtered leg asks at most (vector_depth of a narrow filter); without one, the search's depth
         ef_search=sql.SQL("CASE WHEN k.graphs IS NULL THEN {depth} ELSE {walk} END").format(
@@ -1381,30 +1478,43 @@ def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int, floor: flo
         ("plan", lexical, vector, *_given(args), depth, args.limit),
         lambda: _plan_statement(args, lexical, vector, depth),
     )
+    # the plan statement reads the owner, its tiers and filters (and the query's names, whose speakers are looked
+    # up on every search)
+    key = (
+        ctx.owner,
+        tuple(tiers),
+        args.days,
+        args.platform,
+        params["project"],
+        lexical,
+        vector,
+        depth,
+        args.limit,
+    )
+    names = _speaker_candidates(args.query) if vector else None
+    row = yield from _plan_row(key, statement, vector, {**_SETTING_PARAMS, **params, "names": names})
     if not vector:
-        rows = yield Query(statement, {**_SETTING_PARAMS, **params, "names": None})
-        stored = bool(rows[0]["owner_rows"])
-        params["store_n"] = store_size(rows[0]["owner_rows"])
-        params["titled"] = rows[0]["titled"]
-        scope = _scope_conjunction(constants, depth, [rows[0][c] for c in _WORDS_COLUMNS])
+        stored = bool(row["owner_rows"])
+        params["store_n"] = store_size(row["owner_rows"])
+        params["titled"] = row["titled"]
+        scope = _scope_conjunction(constants, depth, [row[c] for c in _WORDS_COLUMNS])
         return _Plan(params, constants, lexical, vector, stored, words_scope=scope)
-    rows = yield Query(statement, {**_SETTING_PARAMS, **params, "names": _speaker_candidates(args.query)})
-    stored = bool(rows[0]["owner_rows"])
-    params["store_n"] = store_size(rows[0]["owner_rows"])
-    params["speakers"] = list(rows[0]["speakers"])
+    stored = bool(row["owner_rows"])
+    params["store_n"] = store_size(row["owner_rows"])
+    params["speakers"] = list(row["speakers"])
     params["mentions_time"] = MENTIONS_TIME if ASKS_WHEN.search(args.query) else None
-    params["projects"] = rows[0]["projects"]
-    params["titled"] = rows[0]["titled"]
+    params["projects"] = row["projects"]
+    params["titled"] = row["titled"]
     # The vector leg alone (mode=vector) fills the results by itself: it is as deep as under a narrow filter. A
     # store without counted messages (share NULL) counts as narrow too: its scan is short anyway.
-    share = float(rows[0]["share"] or 0.0)
+    share = float(row["share"] or 0.0)
     vec_depth = vector_depth(args.limit, depth, (share if lexical else 0.0) if filtered else None)
     constants["vec_depth"] = vec_depth
-    if not rows[0]["scope_rows"]:
+    if not row["scope_rows"]:
         # No message in scope (an empty store, a project, platform or time window without any): the vector leg
         # could find nothing, so the query is not embedded (on a new home that would first prepare the model,
         # ~20 s); a search by meaning alone then runs no leg at all.
-        scope = _scope_conjunction(constants, depth, [rows[0][c] for c in _WORDS_COLUMNS])
+        scope = _scope_conjunction(constants, depth, [row[c] for c in _WORDS_COLUMNS])
         return _Plan(params, constants, lexical, False, stored, words_scope=scope)
     candidates = quantized_candidates(vec_depth)
     constants["candidates"] = candidates
@@ -1414,25 +1524,25 @@ def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int, floor: flo
     index_only = filtered and args.project is None
     # owner_graph_rows: the rows of the graph a walk takes, the owner's (every tier) or its recent messages'
     scan = vector_scan(
-        int(rows[0]["scope_rows"]),
-        share * float(rows[0]["owner_rows"]),
-        float(rows[0]["owner_graph_rows"]),
+        int(row["scope_rows"]),
+        share * float(row["owner_rows"]),
+        float(row["owner_graph_rows"]),
         vec_depth,
-        int(rows[0]["ef_search"]),
-        len(rows[0]["graphs"]),
-        int(rows[0]["graph_rows"]),
+        int(row["ef_search"]),
+        len(row["graphs"]),
+        int(row["graph_rows"]),
         index_only,
     )
-    graphs = tuple(rows[0]["graphs"]) if scan == "graph" else ()
+    graphs = tuple(row["graphs"]) if scan == "graph" else ()
     # a walk takes the platform's graph when it is the smallest (owner_graph_rows: least of the graphs' rows)
     platform_graph = (
         args.platform
         if scan == "hnsw"
-        and rows[0]["platform_graph_rows"] is not None
-        and rows[0]["platform_graph_rows"] == rows[0]["owner_graph_rows"]
+        and row["platform_graph_rows"] is not None
+        and row["platform_graph_rows"] == row["owner_graph_rows"]
         else None
     )
-    since = rows[0]["since"] if scan == "hnsw" and platform_graph is None else None
+    since = row["since"] if scan == "hnsw" and platform_graph is None else None
     params["ungraphed"] = [p for p in params["projects"] or [] if p not in graphs]
     dense_query = strip_names(args.query, params["speakers"])
     params["qvec"] = yield Embed(dense_query)
@@ -1458,7 +1568,7 @@ def _plan(ctx: OpContext, args: SearchPersonalMemoryArgs, depth: int, floor: flo
         since=since,
         platform_graph=platform_graph,
         sampled=index_only,
-        words_scope=_scope_conjunction(constants, depth, [rows[0][c] for c in _WORDS_COLUMNS]),
+        words_scope=_scope_conjunction(constants, depth, [row[c] for c in _WORDS_COLUMNS]),
     )
 
 

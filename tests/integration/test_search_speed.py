@@ -369,9 +369,14 @@ def test_a_search_statement_is_composed_once_per_shape_never_across_owners(
         fresh = []
         for who, args in searches:
             search._composed.cache_clear()
+            search._kept_plans.clear()  # every search runs its plan statement (test_kept_plans.py)
             fresh.append(_sent(who, args))
         search._composed.cache_clear()
-        reused = [_sent(who, args) for who, args in reversed(searches)][::-1]
+        reused = []
+        for who, args in reversed(searches):
+            search._kept_plans.clear()
+            reused.append(_sent(who, args))
+        reused.reverse()
         composed = search._composed.cache_info()
     assert reused == fresh
     # two statements a search; "deploy note" is "alpha deploy"'s shape: at least a quarter reuse their texts
@@ -723,6 +728,7 @@ def test_a_connection_plans_each_search_statement_once(server_dsn: str, tmp_path
                     dsn=dsn, owner=owner, embedder=HashEmbedder(), pool_min_size=1, pool_max_size=1
                 ) as gm:
                     for i in range(runs):
+                        search._kept_plans.clear()  # the plan statement runs every time (test_kept_plans.py)
                         gm.run("search_personal_memory", {"query": f"deploy log {i}", **filters})
                     with gm.connection() as conn:
                         prepared = conn.execute(
@@ -1001,6 +1007,7 @@ def test_the_walk_of_an_owners_graph_keeps_more_candidates_as_its_own_graph_grow
     )
 
     def ef_search(limit: int = 10, platform: str | None = None) -> str:
+        search._kept_plans.clear()  # count() writes the counts alone: the owner's token stays
         with gm.connection() as conn:
             args = SearchPersonalMemoryArgs(query="deploy plan", limit=limit, platform=platform)
             run_sync(search_personal_memory(gm.context, args), conn, gm.embedder)
@@ -1455,6 +1462,7 @@ def test_the_titles_are_searched_once_and_only_the_owners_conversations_of_a_tit
         for mode in ("lexical", "hybrid", "vector"):
             args = SearchPersonalMemoryArgs(query="deploy plan", project="kestrel", mode=mode, limit=20)
             seen: list[tuple[str, Any]] = []
+            search._kept_plans.clear()  # the plan statement runs (test_kept_plans.py)
             with gm.connection() as conn:
                 result = run_sync(
                     recording(search_personal_memory(gm.context, args), conn, seen), conn, gm.embedder
