@@ -242,3 +242,31 @@ def test_the_check_statement_is_planned_once_per_connection(gm: GhostMem, tmp_pa
                 " WHERE statement LIKE '%ghostmem.owner_changes%' AND statement NOT LIKE '%message_counts%'"
             ).fetchall()
     assert prepared == [(runs - 1 - 10, 5)]
+
+
+def test_an_update_replaces_the_token_only_when_it_changes_what_a_plan_reads(
+    gm: GhostMem, tmp_path: Path
+) -> None:
+    """The embedding step's updates (vectors) and enrichment's (topics) leave the token, so they never wait for an
+    import of the same owner; a message's new speaker or project, a conversation's new title or message count
+    replace it."""
+    _ops(gm, tmp_path)
+    owner = gm.context.owner
+    token = "SELECT token FROM ghostmem.owner_changes WHERE owner = %s"
+    kept = [
+        "UPDATE ghostmem.messages SET embedding = embedding WHERE owner = %s",
+        "UPDATE ghostmem.conversations SET topic = 'renamed topic', cluster = 3 WHERE owner = %s",
+        "UPDATE ghostmem.messages SET speaker = speaker, project = project WHERE owner = %s",
+    ]
+    replaced = [
+        "UPDATE ghostmem.messages SET speaker = 'Zed' WHERE owner = %s AND conv_id = 'c1' AND seq = 0",
+        "UPDATE ghostmem.messages SET project = 'ops/new' WHERE owner = %s AND conv_id = 'c2'",
+        "UPDATE ghostmem.conversations SET title = 'retitled' WHERE owner = %s AND conv_id = 'c3'",
+        "UPDATE ghostmem.conversations SET msg_count = msg_count + 1 WHERE owner = %s AND conv_id = 'c4'",
+    ]
+    with psycopg.connect(gm.dsn, autocommit=True) as conn:
+        for statement in kept + replaced:
+            before = conn.execute(token, (owner,)).fetchone()
+            assert conn.execute(statement, (owner,)).rowcount > 0
+            after = conn.execute(token, (owner,)).fetchone()
+            assert (before == after) == (statement in kept), statement

@@ -31,8 +31,11 @@ AS $$
     ON CONFLICT (owner) DO UPDATE SET token = EXCLUDED.token;
 $$;
 
--- The statement's owners (an update's old and new ones: a row moved to another owner changes both); a TRUNCATE
--- changes every owner.
+-- The statement's owners; a TRUNCATE changes every owner. An update changes only the owners of the rows whose
+-- columns a plan reads changed (a message's tier, platform, project, time, speaker or role; a conversation's title
+-- or message count), and of a row moved to another owner (its old row pairs with no new one, by key, and the other
+-- way round): the embedding step, which sets vectors by the thousand, and enrichment's topics replace no token, so
+-- neither waits for an import of the same owner to commit (a trigger with transition tables cannot name its columns).
 CREATE FUNCTION ghostmem.owner_changes_track() RETURNS trigger
     LANGUAGE plpgsql
     SET search_path = pg_catalog, pg_temp
@@ -42,9 +45,20 @@ BEGIN
         PERFORM ghostmem.owners_changed(ARRAY(SELECT DISTINCT r.owner FROM new_rows r));
     ELSIF TG_OP = 'DELETE' THEN
         PERFORM ghostmem.owners_changed(ARRAY(SELECT DISTINCT r.owner FROM old_rows r));
+    ELSIF TG_OP = 'UPDATE' AND TG_TABLE_NAME = 'messages' THEN
+        PERFORM ghostmem.owners_changed(ARRAY(
+            SELECT DISTINCT coalesce(o.owner, w.owner)
+            FROM old_rows o FULL JOIN new_rows w ON w.id = o.id AND w.owner = o.owner
+            WHERE o.id IS NULL OR w.id IS NULL
+               OR (o.tier, o.platform, o.project, o.ts, o.speaker, o.role)
+                  IS DISTINCT FROM (w.tier, w.platform, w.project, w.ts, w.speaker, w.role)));
     ELSIF TG_OP = 'UPDATE' THEN
-        PERFORM ghostmem.owners_changed(
-            ARRAY(SELECT r.owner FROM old_rows r UNION SELECT r.owner FROM new_rows r));
+        PERFORM ghostmem.owners_changed(ARRAY(
+            SELECT DISTINCT coalesce(o.owner, w.owner)
+            FROM old_rows o FULL JOIN new_rows w
+              ON w.owner = o.owner AND w.tier = o.tier AND w.conv_id = o.conv_id
+            WHERE o.owner IS NULL OR w.owner IS NULL
+               OR (o.title, o.msg_count) IS DISTINCT FROM (w.title, w.msg_count)));
     ELSE
         UPDATE ghostmem.owner_changes SET token = gen_random_uuid();
     END IF;
@@ -54,9 +68,7 @@ $$;
 
 -- Statement triggers fire in the order of their names: `message_altered_*` fire before the counters' (`message_bits`,
 -- `message_counts`, ...), so a statement locks the owner's token before its counters, and the first write of an
--- owner's messages or conversations in a transaction takes that owner's token first. Every update counts (a trigger
--- with transition tables cannot name columns): the embedding step's, which change nothing a plan reads, replace the
--- token once per batch of a thousand messages, a write of one row.
+-- owner's messages or conversations in a transaction takes that owner's token first.
 CREATE TRIGGER message_altered_insert
     AFTER INSERT ON ghostmem.messages REFERENCING NEW TABLE AS new_rows
     FOR EACH STATEMENT EXECUTE FUNCTION ghostmem.owner_changes_track();
